@@ -1,0 +1,108 @@
+/**
+ * One table of error codes, each with the HTTP status it maps to (SPEC.md 7.1)
+ * and a default message. Errors are values: construct once, never mutate.
+ * Tests assert on `code` and `instanceof ServiceError`, not on message text.
+ *
+ * Add a code here, in the table, when a new failure needs its own status or
+ * needs to be told apart by a caller; otherwise reuse the nearest one.
+ */
+
+interface ErrorSpec {
+  /** HTTP status the front door answers with. */
+  readonly status: number
+  /** Default human-facing text; the envelope's `error` field. */
+  readonly message: string
+  /** Seconds for `Retry-After`; present on every retryable 503 (SPEC.md 7.1). */
+  readonly retryAfter?: number
+}
+
+export const ERROR_TABLE = {
+  // Boot and lifecycle (exit code 2, SPEC.md 7.2). Status is irrelevant there.
+  CONFIG_INVALID: { status: 500, message: 'the configuration was refused' },
+  ROLE_UNAVAILABLE: { status: 500, message: 'a role this build cannot run' },
+  BOOT_UNBUILDABLE: { status: 500, message: 'something the configuration names cannot be built in the live environment' },
+
+  // Routing (SPEC.md 4.1).
+  NOT_FOUND: { status: 404, message: 'not found' },
+  UNSUPPORTED: { status: 501, message: 'unsupported by design' },
+  BAD_PACKAGE_NAME: { status: 404, message: 'not a valid package name' },
+  BAD_ARTIFACT_NAME: { status: 404, message: 'not a valid artifact file name' },
+  EDGE_UNAUTHORIZED: { status: 401, message: 'missing or invalid credential' },
+
+  // Upstreams (SPEC.md 4.2, 4.4).
+  UPSTREAM_MISS: { status: 404, message: 'no such package upstream' },
+  UPSTREAM_WRONG_PACKAGE: { status: 502, message: 'an upstream answered with a document for another package' },
+  UPSTREAM_LOOP: { status: 502, message: 'the upstream is this proxy itself' },
+  UPSTREAM_UNAVAILABLE: { status: 503, message: 'an upstream is temporarily unavailable', retryAfter: 5 },
+  UPSTREAM_TIMEOUT: { status: 503, message: 'an upstream did not answer in time', retryAfter: 5 },
+  UPSTREAM_REFUSED: { status: 500, message: 'an upstream refused the request' },
+  UPSTREAM_DECODE: { status: 503, message: 'an upstream sent a malformed body', retryAfter: 5 },
+  UPSTREAM_REDIRECT: { status: 500, message: 'an upstream answered with a redirect, which is never followed' },
+  RESPONSE_TOO_LARGE: { status: 500, message: 'the upstream document exceeds the metadata ingest ceiling' },
+  STRUCTURE_LIMIT: { status: 500, message: 'the upstream document exceeds a structural limit' },
+  EGRESS_REFUSED: { status: 403, message: 'the upstream address is refused by the egress policy' },
+  TARBALL_HOST_REFUSED: { status: 403, message: 'the tarball URL names a host the tarball-host policy refuses' },
+
+  // Policy and advisory data (SPEC.md 3.3, 3.5, 4.2).
+  POLICY_WITHHELD: { status: 403, message: 'withheld by policy' },
+  ADVISORY_UNAVAILABLE: { status: 503, message: 'the advisory database is not available', retryAfter: 30 },
+  ADVISORY_EXPIRED: { status: 503, message: 'the advisory database is older than its maximum age', retryAfter: 60 },
+  ADVISORY_ARTIFACT_INVALID: { status: 500, message: 'the advisory artifact is invalid' },
+  INTEGRITY_MISSING: { status: 403, message: 'the version has no integrity digest' },
+  INTEGRITY_BELOW_FLOOR: { status: 403, message: 'the version integrity digest is below the configured floor' },
+
+  // Memory admission (SPEC.md 8.1).
+  GATE_SHED: { status: 503, message: 'the service is busy; retry shortly', retryAfter: 1 },
+  GATE_PAUSE_TIMEOUT: { status: 503, message: 'the request waited too long for memory', retryAfter: 1 },
+  WORKER_OUT_OF_MEMORY: { status: 503, message: 'the request ran out of memory in a worker', retryAfter: 1 },
+
+  // Publish (SPEC.md 4.3).
+  PUBLISH_OUT_OF_SCOPE: { status: 403, message: 'the package name is outside the configured publish scopes' },
+  PUBLISH_NOT_CONFIGURED: { status: 405, message: 'publishing is not configured' },
+  PUBLISH_BAD_DOCUMENT: { status: 400, message: 'the publish document is not valid' },
+
+  // Durable infrastructure.
+  QUEUE_FAILURE: { status: 500, message: 'the queue operation failed' },
+  STORE_FAILURE: { status: 500, message: 'the object store operation failed' },
+  STORE_NOT_FOUND: { status: 404, message: 'no such object' },
+
+  INTERNAL: { status: 500, message: 'internal error' },
+} as const satisfies Record<string, ErrorSpec>
+
+export type ErrorCode = keyof typeof ERROR_TABLE
+
+export interface ServiceErrorOptions {
+  message?: string
+  cause?: unknown
+  /** Structured detail safe to log (never a body, credential or URL query). */
+  data?: Readonly<Record<string, unknown>>
+  /** Overrides the table's `Retry-After` (seconds). */
+  retryAfter?: number
+}
+
+export class ServiceError extends Error {
+  override readonly name = 'ServiceError'
+  readonly code: ErrorCode
+  readonly status: number
+  readonly retryAfter: number | undefined
+  readonly data: Readonly<Record<string, unknown>> | undefined
+
+  constructor(code: ErrorCode, options: ServiceErrorOptions = {}) {
+    const spec: ErrorSpec = ERROR_TABLE[code]
+    super(options.message ?? spec.message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.code = code
+    this.status = spec.status
+    this.retryAfter = options.retryAfter ?? spec.retryAfter
+    this.data = options.data === undefined ? undefined : Object.freeze({ ...options.data })
+    Object.freeze(this)
+  }
+}
+
+export function isServiceError(value: unknown, code?: ErrorCode): value is ServiceError {
+  return value instanceof ServiceError && (code === undefined || value.code === code)
+}
+
+/** Wraps anything thrown into a ServiceError, keeping coded ones as they are. */
+export function toServiceError(value: unknown, fallback: ErrorCode = 'INTERNAL'): ServiceError {
+  return value instanceof ServiceError ? value : new ServiceError(fallback, { cause: value })
+}
