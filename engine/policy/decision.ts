@@ -1,0 +1,71 @@
+/**
+ * What the gate decides about one public version, and what it needs to know
+ * to decide (SPEC.md 1.7, 3.3, 3.5). Shared by the rule evaluator
+ * (engine/policy) and the packument and artifact paths that call it.
+ *
+ * The evaluator is pure: it returns observations (a skipped check, an
+ * advisory rule that could not consult the database) instead of logging, so
+ * it can run in a worker; the main thread feeds them to the outage tracker
+ * and the skipped-check record, which own the log lines of SPEC.md 3.3/6.2.
+ */
+import type { Ecosystem } from '../advisory/database.js'
+
+export type Phase = 'admission' | 'revocation'
+
+export const RULE_KINDS = ['DenyIdentity', 'DenyIfCve', 'DenyIfEpss', 'AllowIfRemediatesCve', 'AllowIfOlderThan'] as const
+export type RuleKind = (typeof RULE_KINDS)[number]
+
+/** The facts about one candidate version that rules read. */
+export interface VersionFacts {
+  readonly ecosystem: Ecosystem
+  readonly name: string
+  readonly version: string
+  /** The upstream's publish time for this version (`time[version]`), never when we first saw it. */
+  readonly publishedAt: Date | undefined
+}
+
+/** Why an advisory rule could not consult the database (SPEC.md 3.3 causes). */
+export type UnavailableCause = 'no_database' | 'expired' | 'lookup_fault' | 'breaker_open'
+
+export interface AdvisoryObservation {
+  readonly rule: RuleKind
+  /** undefined: the rule consulted the database successfully. */
+  readonly cause: UnavailableCause | undefined
+  readonly detail?: string
+}
+
+export interface SkippedCheck {
+  readonly rule: RuleKind
+  readonly cause: UnavailableCause
+}
+
+/**
+ * `admit` and `deny` are decisions of a rule (or deny by default, rule
+ * undefined). `unavailable` is a refusal because an advisory rule could not
+ * vet the version (retryable 503); `expired` is the same for a push past its
+ * maximum age, which `onUnavailable: skip` never waives (SPEC.md 3.5).
+ */
+export type Verdict = 'admit' | 'deny' | 'unavailable' | 'expired'
+
+export interface Decision {
+  readonly verdict: Verdict
+  /** The rule that decided; undefined for deny by default. */
+  readonly rule: RuleKind | undefined
+  /** Index of that rule in the mount's list. */
+  readonly ruleIndex: number | undefined
+  /** Short machine-readable reason, e.g. 'cve', 'epss', 'identity', 'quarantine', 'default'. */
+  readonly reason: string
+  /** Advisory ids or other evidence the rule acted on (kept in the decision and the log only). */
+  readonly evidence: readonly string[]
+  /** Advisory denies set to `onUnavailable: skip` that were skipped on the way to this verdict. */
+  readonly skipped: readonly SkippedCheck[]
+  /** Every advisory-denying rule reached, with whether it could consult the database. */
+  readonly advisory: readonly AdvisoryObservation[]
+  /** For `expired`: the push age and the maximum, seconds, for the 503 message. */
+  readonly ageSeconds?: number
+  readonly maxAgeSeconds?: number
+}
+
+export interface Evaluator {
+  evaluate(facts: VersionFacts, phase: Phase): Decision
+}
