@@ -1,0 +1,464 @@
+/**
+ * The memory admission gate (SPEC.md 8, 8.1).
+ *
+ * - Entering: every request takes one 1 MiB entry step and then a CPU slot
+ *   (the serve admission concurrency). Both are granted together, in arrival
+ *   order. A request that cannot enter within 1 s is refused with GATE_SHED
+ *   (503, Retry-After: 1); so is one that finds the waiting room full.
+ *   Started requests come first: while any started request is paused, no new
+ *   request enters.
+ * - Charging: a started request charges bytes as it uses memory (per chunk).
+ *   When the budget is exhausted it pauses, keeping its slot, until memory
+ *   frees; paused charges resume in arrival order. A paused charge fails with
+ *   GATE_PAUSE_TIMEOUT after the cap its caller passes (50 s for an upstream
+ *   read, the rest of the 60 s request timeout for a render).
+ * - Overshoot: only one request at a time may run past the budget, and it
+ *   keeps that right until it ends. The right goes to the first request whose
+ *   charge does not fit while nobody holds it; when the holder ends, it passes
+ *   to the oldest paused request that still does not fit. This is what
+ *   guarantees progress: a document larger than the whole budget still gets
+ *   served, one at a time.
+ * - Work the holder waits on runs past the budget with it. A request that
+ *   joins another request's fetch or render says so with `join(leader)`: the
+ *   joiner is not charged for that work, and while the join lasts the
+ *   leader's charges run past the budget whenever the joiner (or anything
+ *   that joined the joiner) holds the overshoot right. Without this, a holder
+ *   waiting on a paused leader would wait for memory it is itself holding.
+ * - Releasing returns every charge and the slot, however the request ends;
+ *   it is idempotent.
+ *
+ * The hot path (`tryCharge`, and `charge` when the bytes fit) is two
+ * comparisons and two additions, and `charge` then returns one shared
+ * resolved promise.
+ */
+import { ServiceError } from '../errors.js'
+import type { MemoryPlan } from './plan.js'
+import { systemTimers, type TimerHandle, type Timers } from './timers.js'
+
+/** SPEC.md 8: a paused upstream read fails after the 50 s cap on that exchange. */
+export const PAUSE_CAP_UPSTREAM_READ_MS = 50_000
+/** SPEC.md 8: a paused render fails at the 60 s request timeout. */
+export const REQUEST_TIMEOUT_MS = 60_000
+
+export type BrakeLevel = 0 | 1 | 2
+
+export interface GateOptions {
+  readonly budgetBytes: number
+  /** CPU slots: the serve admission concurrency. */
+  readonly maxInFlight: number
+  /** New requests that may wait for their entry step at once. */
+  readonly waitingRoom: number
+  /** SPEC.md 8: 1 MiB. */
+  readonly entryStepBytes?: number
+  /** SPEC.md 8: 1 s. */
+  readonly entryWaitMs?: number
+  readonly timers?: Timers
+}
+
+export interface ChargeOptions {
+  /** The pause cap: the charge fails with GATE_PAUSE_TIMEOUT if still paused after this. */
+  readonly timeoutMs: number
+  readonly signal?: AbortSignal
+}
+
+/** The SPEC.md 6.3 `service.serve.admission.memory.*` figures. */
+export interface GateSnapshot {
+  readonly budgetBytes: number
+  readonly chargedBytes: number
+  readonly brakeLevel: BrakeLevel
+  /** New requests waiting at the gate now. */
+  readonly waiting: number
+  /** Started requests paused now. */
+  readonly pausedNow: number
+  /** Requests that waited for their entry step (counter). */
+  readonly queued: number
+  /** Requests refused at the gate (counter). */
+  readonly shed: number
+  /** Times a started request paused (counter). */
+  readonly pauses: number
+  /** Steps taken past the budget (counter). */
+  readonly overdraws: number
+  /** Requests holding a CPU slot now. */
+  readonly inFlight: number
+}
+
+/** Ends a join; calling it again does nothing. */
+export interface Join {
+  end(): void
+}
+
+interface AdmissionState {
+  charged: number
+  released: boolean
+  pausedCharges: number
+  /** Requests that wait on this one's work. */
+  joiners: Set<AdmissionState> | undefined
+  /** Work this one waits on. */
+  leaders: Set<AdmissionState> | undefined
+}
+
+interface PausedCharge {
+  readonly state: AdmissionState
+  readonly bytes: number
+  readonly resolve: () => void
+  readonly reject: (reason: unknown) => void
+  timer: TimerHandle | undefined
+  signal: AbortSignal | undefined
+  onAbort: (() => void) | undefined
+}
+
+interface EntryWaiter {
+  readonly resolve: (admission: Admission) => void
+  readonly reject: (reason: unknown) => void
+  timer: TimerHandle | undefined
+  signal: AbortSignal | undefined
+  onAbort: (() => void) | undefined
+}
+
+const RESOLVED: Promise<void> = Promise.resolve()
+const NO_JOIN: Join = Object.freeze({ end() {} })
+/** Bounds the walk along chains of joins; real chains are one or two long. */
+const MAX_JOIN_DEPTH = 16
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new ServiceError('CONFIG_INVALID', { message: `memory gate: ${name} must be a positive whole number, got ${String(value)}` })
+  }
+  return value
+}
+
+function first<T>(set: Set<T>): T | undefined {
+  for (const value of set) return value
+  return undefined
+}
+
+/** The shared state and rules; both the gate and its admissions act through it. */
+class GateCore {
+  budget: number
+  brake: BrakeLevel = 0
+  charged = 0
+  inFlight = 0
+  holder: AdmissionState | undefined
+  readonly paused = new Set<PausedCharge>()
+  readonly waiting = new Set<EntryWaiter>()
+  pausedRequests = 0
+  queued = 0
+  shed = 0
+  pauses = 0
+  overdraws = 0
+  readonly maxInFlight: number
+  readonly waitingRoom: number
+  readonly step: number
+  readonly entryWaitMs: number
+  readonly timers: Timers
+
+  constructor(options: GateOptions) {
+    if (!Number.isFinite(options.budgetBytes) || options.budgetBytes < 0) {
+      throw new ServiceError('CONFIG_INVALID', { message: `memory gate: budgetBytes must be a non-negative number, got ${String(options.budgetBytes)}` })
+    }
+    this.budget = Math.floor(options.budgetBytes)
+    this.maxInFlight = positiveInteger('maxInFlight', options.maxInFlight)
+    this.waitingRoom = Math.floor(options.waitingRoom) >= 0 ? Math.floor(options.waitingRoom) : 0
+    this.step = positiveInteger('entryStepBytes', options.entryStepBytes ?? 1024 * 1024)
+    this.entryWaitMs = positiveInteger('entryWaitMs', options.entryWaitMs ?? 1000)
+    this.timers = options.timers ?? systemTimers
+  }
+
+  // Entering ---------------------------------------------------------------
+
+  canEnter(): boolean {
+    // `charged === 0` admits one request even under a budget below one step,
+    // so a misconfigured budget slows the service down instead of stopping it.
+    return this.paused.size === 0 && this.inFlight < this.maxInFlight &&
+      (this.charged + this.step <= this.budget || this.charged === 0)
+  }
+
+  admit(): Admission {
+    const state: AdmissionState = { charged: this.step, released: false, pausedCharges: 0, joiners: undefined, leaders: undefined }
+    this.inFlight++
+    this.charged += this.step
+    return new Admission(this, state)
+  }
+
+  enter(signal: AbortSignal | undefined): Promise<Admission> {
+    if (signal?.aborted === true) return Promise.reject(signal.reason)
+    if (this.waiting.size === 0 && this.canEnter()) return Promise.resolve(this.admit())
+    if (this.waiting.size >= this.waitingRoom) {
+      this.shed++
+      return Promise.reject(new ServiceError('GATE_SHED', { data: { reason: 'waiting_room_full' } }))
+    }
+    this.queued++
+    return new Promise<Admission>((resolve, reject) => {
+      const waiter: EntryWaiter = { resolve, reject, timer: undefined, signal, onAbort: undefined }
+      waiter.timer = this.timers.after(this.entryWaitMs, () => {
+        this.dropWaiter(waiter)
+        this.shed++
+        reject(new ServiceError('GATE_SHED', { data: { reason: 'entry_wait' } }))
+      })
+      if (signal !== undefined) {
+        waiter.onAbort = () => {
+          this.dropWaiter(waiter)
+          reject(signal.reason)
+        }
+        signal.addEventListener('abort', waiter.onAbort, { once: true })
+      }
+      this.waiting.add(waiter)
+    })
+  }
+
+  dropWaiter(waiter: EntryWaiter): void {
+    this.waiting.delete(waiter)
+    waiter.timer?.clear()
+    if (waiter.onAbort !== undefined) waiter.signal?.removeEventListener('abort', waiter.onAbort)
+  }
+
+  // Charging ---------------------------------------------------------------
+
+  tryCharge(state: AdmissionState, bytes: number): boolean {
+    if (state.released || !(bytes > 0)) return true
+    if (this.paused.size === 0 && this.charged + bytes <= this.budget) {
+      state.charged += bytes
+      this.charged += bytes
+      return true
+    }
+    if (this.holder === undefined) this.holder = state
+    else if (!this.runsPastBudget(state)) return false
+    this.add(state, bytes)
+    return true
+  }
+
+  /** Charges, counting an overdraw when the total ends past the budget. */
+  add(state: AdmissionState, bytes: number): void {
+    state.charged += bytes
+    this.charged += bytes
+    if (this.charged > this.budget) this.overdraws++
+  }
+
+  charge(state: AdmissionState, bytes: number, options: ChargeOptions): Promise<void> {
+    if (this.tryCharge(state, bytes)) return RESOLVED
+    const signal = options.signal
+    if (signal?.aborted === true) return Promise.reject(signal.reason)
+    this.pauses++
+    return new Promise<void>((resolve, reject) => {
+      const paused: PausedCharge = { state, bytes, resolve, reject, timer: undefined, signal, onAbort: undefined }
+      paused.timer = this.timers.after(options.timeoutMs, () => {
+        this.dropPaused(paused)
+        reject(new ServiceError('GATE_PAUSE_TIMEOUT', { data: { bytes, pausedMs: options.timeoutMs } }))
+      })
+      if (signal !== undefined) {
+        paused.onAbort = () => {
+          this.dropPaused(paused)
+          reject(signal.reason)
+        }
+        signal.addEventListener('abort', paused.onAbort, { once: true })
+      }
+      this.paused.add(paused)
+      if (state.pausedCharges++ === 0) this.pausedRequests++
+    })
+  }
+
+  dropPaused(paused: PausedCharge): void {
+    if (!this.paused.delete(paused)) return
+    if (--paused.state.pausedCharges === 0) this.pausedRequests--
+    paused.timer?.clear()
+    if (paused.onAbort !== undefined) paused.signal?.removeEventListener('abort', paused.onAbort)
+  }
+
+  /** The holder, or work that the holder waits on (through joins). */
+  runsPastBudget(state: AdmissionState, depth = 0): boolean {
+    if (state === this.holder) return true
+    if (state.joiners === undefined || depth >= MAX_JOIN_DEPTH) return false
+    for (const joiner of state.joiners) if (this.runsPastBudget(joiner, depth + 1)) return true
+    return false
+  }
+
+  /** Resumes what memory now allows: paused charges first, then new requests. */
+  drain(): void {
+    for (;;) {
+      let blocked = false
+      for (const paused of this.paused) {
+        if (this.holder !== undefined && this.runsPastBudget(paused.state)) {
+          this.grant(paused)
+        } else if (!blocked && this.charged + paused.bytes <= this.budget) {
+          this.grant(paused)
+        } else {
+          blocked = true
+        }
+      }
+      if (this.paused.size === 0 || this.holder !== undefined) break
+      // Nobody holds the overshoot right and a request is still paused: the
+      // oldest one takes the right, which guarantees progress.
+      this.holder = first(this.paused)?.state
+    }
+    if (this.paused.size > 0) return
+    for (const waiter of this.waiting) {
+      if (!this.canEnter()) break
+      this.dropWaiter(waiter)
+      waiter.resolve(this.admit())
+    }
+  }
+
+  grant(paused: PausedCharge): void {
+    this.dropPaused(paused)
+    this.add(paused.state, paused.bytes)
+    paused.resolve()
+  }
+
+  // Ending -----------------------------------------------------------------
+
+  join(state: AdmissionState, leader: AdmissionState): Join {
+    if (state.released || leader.released || state === leader) return NO_JOIN
+    ;(leader.joiners ??= new Set()).add(state)
+    ;(state.leaders ??= new Set()).add(leader)
+    if (this.holder !== undefined && this.paused.size > 0) this.drain()
+    let ended = false
+    return {
+      end: () => {
+        if (ended) return
+        ended = true
+        leader.joiners?.delete(state)
+        state.leaders?.delete(leader)
+      },
+    }
+  }
+
+  release(state: AdmissionState, reason: unknown): void {
+    if (state.released) return
+    state.released = true
+    if (state.pausedCharges > 0) {
+      const error = reason ?? new ServiceError('INTERNAL', { message: 'the request ended while a memory charge was paused' })
+      for (const paused of this.paused) {
+        if (paused.state !== state) continue
+        this.dropPaused(paused)
+        paused.reject(error)
+      }
+    }
+    this.charged -= state.charged
+    state.charged = 0
+    this.inFlight--
+    if (this.holder === state) this.holder = undefined
+    if (state.leaders !== undefined) for (const leader of state.leaders) leader.joiners?.delete(state)
+    if (state.joiners !== undefined) for (const joiner of state.joiners) joiner.leaders?.delete(state)
+    state.leaders = undefined
+    state.joiners = undefined
+    this.drain()
+  }
+
+  snapshot(): GateSnapshot {
+    return {
+      budgetBytes: this.budget,
+      chargedBytes: this.charged,
+      brakeLevel: this.brake,
+      waiting: this.waiting.size,
+      pausedNow: this.pausedRequests,
+      queued: this.queued,
+      shed: this.shed,
+      pauses: this.pauses,
+      overdraws: this.overdraws,
+      inFlight: this.inFlight,
+    }
+  }
+}
+
+/**
+ * One request's hold on the gate: its entry step, its CPU slot and its
+ * charges. Obtained from `AdmissionGate.enter`; `release()` it however the
+ * request ends.
+ */
+export class Admission {
+  readonly #core: GateCore
+  readonly #state: AdmissionState
+
+  /** @internal Made by `AdmissionGate.enter` only. */
+  constructor(core: GateCore, state: AdmissionState) {
+    this.#core = core
+    this.#state = state
+  }
+
+  /** Bytes held, the entry step included; 0 once released. */
+  get chargedBytes(): number { return this.#state.charged }
+  get released(): boolean { return this.#state.released }
+  /** True while this request holds the one right to run past the budget. */
+  get overshooting(): boolean { return this.#core.holder === this.#state }
+
+  /**
+   * Charges now if memory allows (or this request may run past the budget)
+   * and returns true; returns false, charging nothing, when the caller must
+   * pause: then pause the source and await `charge` with the same bytes.
+   * After release it charges nothing and returns true.
+   */
+  tryCharge(bytes: number): boolean {
+    return this.#core.tryCharge(this.#state, bytes)
+  }
+
+  /**
+   * Resolves once `bytes` are charged; pauses while the budget is exhausted.
+   * Rejects with GATE_PAUSE_TIMEOUT after `timeoutMs` paused, with the
+   * signal's reason on abort, or when the request is released meanwhile.
+   */
+  charge(bytes: number, options: ChargeOptions): Promise<void> {
+    return this.#core.charge(this.#state, bytes, options)
+  }
+
+  /**
+   * Declares that this request waits on `leader`'s fetch or render (request
+   * collapsing). The joiner is charged nothing for it (SPEC.md 8.1); while the
+   * join lasts, the leader runs past the budget whenever this request does.
+   * End the join when the shared work settles; release ends it too.
+   */
+  join(leader: Admission): Join {
+    return this.#core.join(this.#state, leader.#state)
+  }
+
+  /** Returns every charge and the slot. Idempotent; paused charges reject with `reason`. */
+  release(reason?: unknown): void {
+    this.#core.release(this.#state, reason)
+  }
+}
+
+export class AdmissionGate {
+  readonly #core: GateCore
+
+  constructor(options: GateOptions) {
+    this.#core = new GateCore(options)
+  }
+
+  /** A gate sized by the memory plan: starting budget, serve admission and waiting room. */
+  static fromPlan(plan: MemoryPlan, timers?: Timers): AdmissionGate {
+    return new AdmissionGate({
+      budgetBytes: plan.startingBudgetBytes.value,
+      maxInFlight: plan.serveMaxInFlight.value,
+      waitingRoom: plan.waitingRoom.value,
+      entryStepBytes: plan.entryStepBytes,
+      entryWaitMs: plan.entryWaitMs,
+      ...(timers === undefined ? {} : { timers }),
+    })
+  }
+
+  /**
+   * Takes the entry step and a CPU slot. Rejects with GATE_SHED when the
+   * waiting room is full or entry did not happen within the entry wait, and
+   * with the signal's reason on abort.
+   */
+  enter(signal?: AbortSignal): Promise<Admission> {
+    return this.#core.enter(signal)
+  }
+
+  get budgetBytes(): number { return this.#core.budget }
+  get chargedBytes(): number { return this.#core.charged }
+  get brakeLevel(): BrakeLevel { return this.#core.brake }
+
+  /** Moves the budget (the sampler's job); a larger budget resumes what it can. */
+  setBudget(bytes: number): void {
+    this.#core.budget = Math.max(0, Math.floor(bytes))
+    this.#core.drain()
+  }
+
+  setBrakeLevel(level: BrakeLevel): void {
+    this.#core.brake = level
+  }
+
+  snapshot(): GateSnapshot {
+    return this.#core.snapshot()
+  }
+}

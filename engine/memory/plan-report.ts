@@ -1,0 +1,134 @@
+/**
+ * What `service check-config` prints and what the boot logs about the memory
+ * plan (SPEC.md 6.2, 8.2): "`service check-config` predicts the plan and boot
+ * reports what was applied". Both read the same `describePlan` object.
+ */
+import type { Logger } from '../log/logger.js'
+import type { Figure, MemoryPlan } from './plan.js'
+import { v8Limits, type V8Limits } from './v8-limits.js'
+
+/** SPEC.md 6.2, info at boot: starting budget, live target, deductions, floor, live ceiling. */
+export const MEMORY_PLAN_TRANSIENT_BUDGET = 'memory plan: transient budget'
+/** SPEC.md 6.2, info at boot: the effective body limit. */
+export const MEMORY_PLAN_INGEST_CEILING = 'memory plan: metadata ingest ceiling'
+/** SPEC.md 6.2, info at boot. */
+export const RUNTIME_SERVE_ADMISSION = 'runtime: serve admission'
+/** SPEC.md 6.2, at boot when no cgroup memory limit was found (logged at warn: an absorbed problem). */
+export const RUNTIME_MAX_HEAP_UNBOUNDED = 'runtime: max heap unbounded'
+/**
+ * SPEC.md 8.2, warn at boot when neither a pin nor a CPU limit fixed the core
+ * count. The wording is ours (SPEC.md fixes only that it warns and says so).
+ */
+export const RUNTIME_CORES_NOT_FIXED = 'runtime: cores not fixed by a CPU limit'
+export const CORES_REMEDY = 'set SERVICE_RUNTIME__CORES from the orchestrator\'s CPU request, rounded up to whole cores'
+export const UNBOUNDED_REMEDY = 'no cgroup v2 memory.max limit; set SERVICE_RUNTIME__MAX_HEAP_BYTES and SERVICE_RUNTIME__CORES by hand'
+
+export interface FigureDescription<T> {
+  readonly value: T
+  readonly origin: Figure<T>['origin']
+}
+
+export interface PlanDescription {
+  readonly memoryLimitBytes: FigureDescription<number | null>
+  readonly hostCpuCount: number | null
+  readonly cores: FigureDescription<number> & { readonly fixed: boolean }
+  readonly coresCeiling: FigureDescription<number>
+  readonly allocationAreaBytes: FigureDescription<number>
+  readonly nurseryBytes: FigureDescription<number>
+  readonly heapCeilingBytes: FigureDescription<number | null>
+  readonly liveTargetBytes: FigureDescription<number | null>
+  readonly cacheBudgetBytes: FigureDescription<number>
+  readonly transientBudget: {
+    readonly startingBudgetBytes: FigureDescription<number>
+    readonly liveTargetBytes: FigureDescription<number | null>
+    readonly deductions: {
+      readonly cacheBytes: FigureDescription<number>
+      readonly queueTenantsBytes: FigureDescription<number>
+      readonly idleProcessBytes: FigureDescription<number>
+    }
+    readonly floorBytes: FigureDescription<number>
+    readonly liveCeilingBytes: FigureDescription<number>
+  }
+  readonly metadataIngestCeiling: { readonly maxResponseBytes: FigureDescription<number> }
+  readonly serveAdmission: {
+    readonly maxInFlight: FigureDescription<number>
+    readonly waitingRoom: FigureDescription<number>
+    readonly entryStepBytes: number
+    readonly entryWaitMs: number
+  }
+  readonly v8: V8Limits
+  readonly warnings: readonly string[]
+}
+
+function d<T>(f: Figure<T>): FigureDescription<T> {
+  return { value: f.value, origin: f.origin }
+}
+
+/** Every figure with its origin, JSON-able. */
+export function describePlan(plan: MemoryPlan): PlanDescription {
+  const warnings: string[] = []
+  if (!plan.coresFixed) warnings.push(`${RUNTIME_CORES_NOT_FIXED}: ${CORES_REMEDY}`)
+  if (plan.memoryLimitBytes.value === null) warnings.push(`${RUNTIME_MAX_HEAP_UNBOUNDED}: ${UNBOUNDED_REMEDY}`)
+  return {
+    memoryLimitBytes: d(plan.memoryLimitBytes),
+    hostCpuCount: plan.hostCpuCount,
+    cores: { ...d(plan.cores), fixed: plan.coresFixed },
+    coresCeiling: d(plan.coresCeiling),
+    allocationAreaBytes: d(plan.allocationAreaBytes),
+    nurseryBytes: d(plan.nurseryBytes),
+    heapCeilingBytes: d(plan.heapCeilingBytes),
+    liveTargetBytes: d(plan.liveTargetBytes),
+    cacheBudgetBytes: d(plan.cacheBudgetBytes),
+    transientBudget: {
+      startingBudgetBytes: d(plan.startingBudgetBytes),
+      liveTargetBytes: d(plan.liveTargetBytes),
+      deductions: {
+        cacheBytes: d(plan.deductions.cacheBytes),
+        queueTenantsBytes: d(plan.deductions.queueTenantsBytes),
+        idleProcessBytes: d(plan.deductions.idleProcessBytes),
+      },
+      floorBytes: d(plan.budgetFloorBytes),
+      liveCeilingBytes: d(plan.liveCeilingBytes),
+    },
+    metadataIngestCeiling: { maxResponseBytes: d(plan.maxResponseBytes) },
+    serveAdmission: {
+      maxInFlight: d(plan.serveMaxInFlight),
+      waitingRoom: d(plan.waitingRoom),
+      entryStepBytes: plan.entryStepBytes,
+      entryWaitMs: plan.entryWaitMs,
+    },
+    v8: v8Limits(plan),
+    warnings,
+  }
+}
+
+/** The boot lines of SPEC.md 6.2 and the core-count warning of SPEC.md 8.2. */
+export function logPlan(plan: MemoryPlan, logger: Logger): void {
+  const description = describePlan(plan)
+  if (plan.memoryLimitBytes.value === null) {
+    logger.warn(RUNTIME_MAX_HEAP_UNBOUNDED, {
+      heapCeilingBytes: description.heapCeilingBytes,
+      remedy: UNBOUNDED_REMEDY,
+    })
+  }
+  if (!plan.coresFixed) {
+    logger.warn(RUNTIME_CORES_NOT_FIXED, {
+      cores: description.cores,
+      hostCpuCount: plan.hostCpuCount,
+      remedy: CORES_REMEDY,
+    })
+  }
+  logger.info(MEMORY_PLAN_TRANSIENT_BUDGET, {
+    ...description.transientBudget,
+    heapCeilingBytes: description.heapCeilingBytes,
+    nurseryBytes: description.nurseryBytes,
+    allocationAreaBytes: description.allocationAreaBytes,
+  })
+  logger.info(MEMORY_PLAN_INGEST_CEILING, { maxResponseBytes: description.metadataIngestCeiling.maxResponseBytes })
+  logger.info(RUNTIME_SERVE_ADMISSION, {
+    ...description.serveAdmission,
+    cores: description.cores,
+    memoryLimitBytes: description.memoryLimitBytes,
+    v8: description.v8,
+  })
+}
