@@ -1,0 +1,103 @@
+/**
+ * The resolved configuration: the document and the environment merged,
+ * checked, defaulted and frozen (STYLE.md rule 5). Everything after boot reads
+ * this shape; secrets are BearerToken values that redact themselves.
+ */
+import type { RuleConfig } from '../policy/rule-schema.js'
+import type { BearerToken } from '../secret.js'
+import type { INTEGRITY_ALGORITHMS, MountKey } from './schema.js'
+
+export type LogFormat = 'json' | 'console'
+export type IntegrityAlgorithm = (typeof INTEGRITY_ALGORITHMS)[number]
+
+export interface PrivateUpstreamConfig {
+  readonly url: string
+  readonly token: BearerToken | undefined
+}
+
+export interface PublicUpstreamConfig {
+  readonly url: string
+  /** Where `url` came from: the document or environment, or the local npm client's configuration. */
+  readonly urlOrigin: 'configured' | 'npm-client'
+  readonly caFile: string | undefined
+  readonly allowHosts: readonly string[]
+  readonly allowInternalRanges: readonly string[]
+}
+
+export interface TargetConfig {
+  readonly target: string
+  readonly token: BearerToken | undefined
+}
+
+export interface PublishConfig extends TargetConfig {
+  readonly scopes: readonly string[]
+}
+
+export interface MountConfig {
+  readonly key: MountKey
+  readonly upstreams: {
+    readonly private: PrivateUpstreamConfig | undefined
+    readonly public: PublicUpstreamConfig | undefined
+  }
+  readonly publish: PublishConfig | undefined
+  readonly mirror: TargetConfig | undefined
+  readonly integrityFloor: IntegrityAlgorithm
+  readonly rules: readonly RuleConfig[]
+}
+
+export interface Config {
+  readonly server: {
+    readonly port: number
+    readonly host: string
+    readonly baseUrl: string
+    readonly shutdownDrainTimeout: number
+  }
+  readonly observability: {
+    readonly logFormat: LogFormat
+    readonly logLevel: 'debug' | 'info' | 'warn' | 'error'
+    readonly telemetry: 'on' | 'off'
+  }
+  readonly runtime: {
+    readonly cores: number | undefined
+    readonly maxHeapBytes: number | undefined
+    readonly coresCeiling: number
+    readonly serveMaxInFlight: number | undefined
+    readonly cgroupPath: string
+  }
+  readonly limits: {
+    readonly maxResponseBytes: number
+    readonly maxVersionCount: number
+    readonly maxArtifactCount: number
+    readonly maxArtifactBytes: number
+  }
+  readonly cache: { readonly maxBytes: number }
+  readonly queue: {
+    readonly kind: 'embedded' | 'sqs'
+    readonly path: string
+    readonly url: string | undefined
+    readonly region: string | undefined
+    readonly endpoint: string | undefined
+    readonly maxReceiveCount: number
+  }
+  readonly store: {
+    readonly kind: 'embedded' | 's3'
+    readonly path: string
+    readonly bucket: string | undefined
+    readonly prefix: string
+    readonly region: string | undefined
+    readonly endpoint: string | undefined
+  }
+  readonly advisories: {
+    readonly osvExportBaseUrl: string | undefined
+    readonly epssFeedUrl: string | undefined
+    readonly maxAgeSeconds: number
+    readonly quietTime: { readonly js: number; readonly py: number }
+    readonly epssQuietTime: number
+    readonly pollIntervalSeconds: number
+  }
+  readonly dredger: { readonly fullWalk: boolean; readonly maxRemovalsPerCycle: number }
+  readonly respectUpstreamTarballHost: boolean
+  readonly mounts: Readonly<Partial<Record<MountKey, MountConfig>>>
+  /** The document that was read, if any. */
+  readonly source: { readonly document: string | undefined }
+}

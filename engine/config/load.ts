@@ -1,0 +1,372 @@
+/**
+ * Loads the configuration once at boot: the document (`--config FILE` or
+ * `SERVICE_CONFIG`, YAML or JSON), overlaid by `SERVICE_` environment
+ * variables (environment wins, SPEC.md 2.11), checked against the schema and
+ * the rules no schema can state (URLs without credentials, an upstream that
+ * is this proxy), defaulted, and frozen. Every problem is collected so the
+ * boot report names them all at once (SPEC.md 7.2).
+ *
+ * Removing a document pin cannot restore an automatic value while an
+ * environment pin remains: the overlay is applied on every load, after the
+ * document, so an environment value always decides its key.
+ */
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { Compile } from 'typebox/compile'
+import Value from 'typebox/value'
+import YAML from 'yaml'
+import { RULE_KINDS, type RuleKind } from '../policy/decision.js'
+import { RULE_SCHEMAS } from '../policy/rule-schema.js'
+import { BearerToken } from '../secret.js'
+import type { Config, MountConfig, PublicUpstreamConfig } from './config.js'
+import { readEnvironment } from './environment.js'
+import type { ConfigProblem } from './problems.js'
+import { ConfigSchema, MOUNT_KEYS, type MountKey } from './schema.js'
+import { urlProblem } from './url-rules.js'
+
+export interface LoadOptions {
+  /** `--config FILE` from the command line; wins over `SERVICE_CONFIG`. */
+  readonly configPath?: string | undefined
+  readonly env: NodeJS.ProcessEnv
+  /**
+   * The local npm client's configured registry, used for the js mount's
+   * public upstream when none is configured (DESIGN.md: no public registry
+   * host is written into the code). Injected so tests never run npm.
+   */
+  readonly npmRegistry?: () => string | undefined
+}
+
+export type LoadResult =
+  | { readonly ok: true; readonly config: Config }
+  | { readonly ok: false; readonly problems: readonly ConfigProblem[] }
+
+const validator = Compile(ConfigSchema)
+const ruleValidators = new Map(RULE_KINDS.map((kind) => [kind, Compile(RULE_SCHEMAS[kind])]))
+
+export function loadConfig(options: LoadOptions): LoadResult {
+  const problems: ConfigProblem[] = []
+  const documentPath = options.configPath ?? nonEmpty(options.env['SERVICE_CONFIG'])
+  const documentSource = documentPath === undefined ? 'defaults' : `document ${documentPath}`
+
+  let document: Record<string, unknown> = {}
+  if (documentPath !== undefined) {
+    const read = readDocument(resolve(documentPath))
+    if (read.ok) document = read.value
+    else problems.push({ path: '', message: read.message, source: documentSource })
+  }
+
+  const overlay = readEnvironment(ConfigSchema, options.env)
+  problems.push(...overlay.problems)
+  const merged = deepMerge(document, overlay.values)
+  const sourceOf = (path: string): string => {
+    for (const [key, variable] of overlay.origins) {
+      if (path === key || path.startsWith(`${key}.`)) return `environment ${variable}`
+    }
+    return documentSource
+  }
+
+  problems.push(...schemaProblems(merged, sourceOf))
+  if (problems.length > 0) return { ok: false, problems }
+
+  const withDefaults = Value.Default(ConfigSchema, structuredClone(merged)) as Defaulted
+  const config = resolveConfig(withDefaults, documentPath, options, problems, sourceOf)
+  if (problems.length > 0 || config === undefined) return { ok: false, problems }
+  return { ok: true, config: deepFreeze(config) }
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value
+}
+
+function readDocument(path: string): { ok: true; value: Record<string, unknown> } | { ok: false; message: string } {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    return { ok: false, message: `cannot read the configuration document: ${(error as Error).message}` }
+  }
+  let value: unknown
+  try {
+    // YAML 1.2 is a superset of JSON, so one parser reads both; JSON errors stay precise.
+    value = path.endsWith('.json') ? JSON.parse(text) : YAML.parse(text, { uniqueKeys: true })
+  } catch (error) {
+    return { ok: false, message: `cannot parse the configuration document: ${(error as Error).message}` }
+  }
+  if (value === null || value === undefined) return { ok: true, value: {} }
+  if (typeof value !== 'object' || Array.isArray(value)) return { ok: false, message: 'the configuration document must be a mapping' }
+  return { ok: true, value: value as Record<string, unknown> }
+}
+
+function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base }
+  for (const [key, value] of Object.entries(over)) {
+    const current = out[key]
+    out[key] = isPlainObject(current) && isPlainObject(value) ? deepMerge(current, value) : value
+  }
+  return out
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+const RULES_PATH = /^\/mounts\/(js|py)\/rules\/(\d+)(\/|$)/
+
+function schemaProblems(value: unknown, sourceOf: (path: string) => string): ConfigProblem[] {
+  const problems: ConfigProblem[] = []
+  const seen = new Set<string>()
+  const add = (pointer: string, message: string): void => {
+    const path = pointer.split('/').filter((s) => s.length > 0).join('.')
+    const key = `${path}\u0000${message}`
+    if (seen.has(key)) return
+    seen.add(key)
+    problems.push({ path, message, source: sourceOf(path) })
+  }
+  if (validator.Check(value)) return problems
+  const ruleLists = new Set<string>()
+  for (const error of validator.Errors(value)) {
+    const rules = RULES_PATH.exec(error.instancePath)
+    if (rules !== null) {
+      // The rule union's errors name every branch; check the entry against the
+      // one schema its `rule` names instead (below), for one precise report.
+      ruleLists.add(rules[1] as string)
+      continue
+    }
+    if (error.keyword === 'boolean') continue // duplicate of the additionalProperties report
+    if (error.keyword === 'additionalProperties') {
+      const extra = (error.params as { additionalProperties?: string[] }).additionalProperties ?? []
+      for (const key of extra) add(`${error.instancePath}/${key}`, 'unknown key')
+      continue
+    }
+    if (error.keyword === 'anyOf' || error.keyword === 'const') {
+      add(error.instancePath, `must be one of ${allowedValues(error.schemaPath)}`)
+      continue
+    }
+    add(error.instancePath, error.message)
+  }
+  const mounts = (value as { mounts?: Record<string, { rules?: unknown }> }).mounts ?? {}
+  for (const mount of ruleLists) {
+    const rules = mounts[mount]?.rules
+    if (!Array.isArray(rules)) continue
+    rules.forEach((rule: unknown, index) => {
+      const base = `/mounts/${mount}/rules/${index}`
+      const kind = isPlainObject(rule) ? rule['rule'] : undefined
+      if (typeof kind !== 'string' || !RULE_KINDS.includes(kind as RuleKind)) {
+        add(`${base}/rule`, `unknown rule kind ${JSON.stringify(kind)}; known: ${RULE_KINDS.join(', ')}`)
+        return
+      }
+      const check = ruleValidators.get(kind as RuleKind)
+      if (check === undefined || check.Check(rule)) return
+      for (const error of check.Errors(rule)) {
+        if (error.keyword === 'boolean') continue
+        if (error.keyword === 'additionalProperties') {
+          const extra = (error.params as { additionalProperties?: string[] }).additionalProperties ?? []
+          for (const key of extra) add(`${base}${error.instancePath}/${key}`, `unknown rule key for ${kind}`)
+          continue
+        }
+        add(`${base}${error.instancePath}`, error.message)
+      }
+    })
+  }
+  return problems
+}
+
+function allowedValues(schemaPath: string): string {
+  // schemaPath is a JSON pointer into ConfigSchema, e.g. '#/properties/observability/properties/logFormat'
+  let node: unknown = ConfigSchema
+  for (const segment of schemaPath.replace(/^#\/?/, '').split('/').filter((s) => s.length > 0)) {
+    if (!isPlainObject(node)) break
+    node = node[segment]
+  }
+  if (isPlainObject(node) && Array.isArray(node['anyOf'])) {
+    const values = (node['anyOf'] as unknown[]).map((m) => (isPlainObject(m) ? m['const'] : undefined)).filter((v) => v !== undefined)
+    if (values.length > 0) return values.map((v) => JSON.stringify(v)).join(', ')
+  }
+  return 'the allowed values'
+}
+
+/** The merged value once schema defaults are applied; the schema guarantees these shapes. */
+interface Defaulted {
+  server: { port: number; host: string; baseUrl?: string; shutdownDrainTimeout: number }
+  observability: Config['observability']
+  runtime: { cores?: number; maxHeapBytes?: number; coresCeiling: number; serveMaxInFlight?: number; cgroupPath: string }
+  limits: Config['limits']
+  cache: Config['cache']
+  queue: { kind: 'embedded' | 'sqs'; path: string; url?: string; region?: string; endpoint?: string; maxReceiveCount: number }
+  store: { kind: 'embedded' | 's3'; path: string; bucket?: string; prefix: string; region?: string; endpoint?: string }
+  advisories: { osvExportBaseUrl?: string; epssFeedUrl?: string; maxAgeSeconds: number; quietTime: { js: number; py: number }; epssQuietTime: number; pollIntervalSeconds: number }
+  dredger: Config['dredger']
+  respectUpstreamTarballHost: boolean
+  mounts: Partial<Record<MountKey, DefaultedMount>>
+}
+
+interface DefaultedMount {
+  upstreams: {
+    private?: { url: string; token?: string }
+    public: { url?: string; caFile?: string; allowHosts: string[]; allowInternalRanges: string[] }
+  }
+  publish?: { target: string; token?: string; scopes: string[] }
+  mirror?: { target: string; token?: string }
+  integrityFloor: MountConfig['integrityFloor']
+  rules: MountConfig['rules'] extends readonly (infer R)[] ? R[] : never
+}
+
+function resolveConfig(
+  d: Defaulted,
+  documentPath: string | undefined,
+  options: LoadOptions,
+  problems: ConfigProblem[],
+  sourceOf: (path: string) => string,
+): Config | undefined {
+  const check = (path: string, url: string | undefined, opts: { httpsOnly?: boolean } = {}): void => {
+    if (url === undefined) return
+    const problem = urlProblem(url, opts)
+    if (problem !== undefined) problems.push({ path, message: problem, source: sourceOf(path) })
+  }
+
+  const baseUrl = (d.server.baseUrl ?? `http://localhost:${d.server.port}`).replace(/\/+$/, '')
+  check('server.baseUrl', baseUrl)
+  check('queue.url', d.queue.url)
+  check('queue.endpoint', d.queue.endpoint)
+  check('store.endpoint', d.store.endpoint)
+  check('advisories.osvExportBaseUrl', d.advisories.osvExportBaseUrl)
+  check('advisories.epssFeedUrl', d.advisories.epssFeedUrl)
+  if (d.queue.kind === 'sqs' && d.queue.url === undefined) {
+    problems.push({ path: 'queue.url', message: 'required when queue.kind is sqs', source: sourceOf('queue') })
+  }
+  if (d.store.kind === 's3' && d.store.bucket === undefined) {
+    problems.push({ path: 'store.bucket', message: 'required when store.kind is s3', source: sourceOf('store') })
+  }
+
+  const mounts: Partial<Record<MountKey, MountConfig>> = {}
+  for (const key of MOUNT_KEYS) {
+    const m = d.mounts[key]
+    if (m === undefined) continue
+    const at = (suffix: string): string => `mounts.${key}.${suffix}`
+    check(at('upstreams.private.url'), m.upstreams.private?.url)
+    check(at('publish.target'), m.publish?.target)
+    check(at('mirror.target'), m.mirror?.target)
+
+    let publicUpstream: PublicUpstreamConfig | undefined
+    let publicUrl = m.upstreams.public.url
+    let urlOrigin: PublicUpstreamConfig['urlOrigin'] = 'configured'
+    if (publicUrl === undefined && key === 'js') {
+      publicUrl = (options.npmRegistry ?? npmClientRegistry)()
+      urlOrigin = 'npm-client'
+      if (publicUrl === undefined) {
+        problems.push({ path: at('upstreams.public.url'), message: 'not set, and the local npm client has no registry configured to default to', source: sourceOf(at('upstreams.public.url')) })
+      }
+    }
+    if (publicUrl !== undefined) {
+      const path = at('upstreams.public.url')
+      const problem = urlProblem(publicUrl, { httpsOnly: true })
+      if (problem !== undefined) {
+        const from = urlOrigin === 'npm-client' ? 'the local npm client\'s registry setting' : sourceOf(path)
+        problems.push({ path, message: problem, source: from })
+      }
+      publicUpstream = {
+        url: publicUrl,
+        urlOrigin,
+        caFile: m.upstreams.public.caFile,
+        allowHosts: m.upstreams.public.allowHosts,
+        allowInternalRanges: m.upstreams.public.allowInternalRanges,
+      }
+    }
+
+    const own = loopProblem(baseUrl, d.server.port, [
+      [at('upstreams.private.url'), m.upstreams.private?.url],
+      [at('upstreams.public.url'), publicUpstream?.url],
+    ])
+    for (const [path, message] of own) {
+      problems.push({ path, message, source: urlOrigin === 'npm-client' && path.endsWith('public.url') ? 'the local npm client\'s registry setting' : sourceOf(path) })
+    }
+
+    mounts[key] = {
+      key,
+      upstreams: {
+        private: m.upstreams.private === undefined ? undefined : { url: m.upstreams.private.url, token: token(m.upstreams.private.token) },
+        public: publicUpstream,
+      },
+      publish: m.publish === undefined ? undefined : { target: m.publish.target, token: token(m.publish.token), scopes: m.publish.scopes },
+      mirror: m.mirror === undefined ? undefined : { target: m.mirror.target, token: token(m.mirror.token) },
+      integrityFloor: m.integrityFloor,
+      rules: m.rules,
+    }
+  }
+  if (problems.length > 0) return undefined
+
+  return {
+    server: { port: d.server.port, host: d.server.host, baseUrl, shutdownDrainTimeout: d.server.shutdownDrainTimeout },
+    observability: d.observability,
+    runtime: {
+      cores: d.runtime.cores,
+      maxHeapBytes: d.runtime.maxHeapBytes,
+      coresCeiling: d.runtime.coresCeiling,
+      serveMaxInFlight: d.runtime.serveMaxInFlight,
+      cgroupPath: d.runtime.cgroupPath,
+    },
+    limits: d.limits,
+    cache: d.cache,
+    queue: { kind: d.queue.kind, path: d.queue.path, url: d.queue.url, region: d.queue.region, endpoint: d.queue.endpoint, maxReceiveCount: d.queue.maxReceiveCount },
+    store: { kind: d.store.kind, path: d.store.path, bucket: d.store.bucket, prefix: d.store.prefix, region: d.store.region, endpoint: d.store.endpoint },
+    advisories: {
+      osvExportBaseUrl: d.advisories.osvExportBaseUrl,
+      epssFeedUrl: d.advisories.epssFeedUrl,
+      maxAgeSeconds: d.advisories.maxAgeSeconds,
+      quietTime: d.advisories.quietTime,
+      epssQuietTime: d.advisories.epssQuietTime,
+      pollIntervalSeconds: d.advisories.pollIntervalSeconds,
+    },
+    dredger: d.dredger,
+    respectUpstreamTarballHost: d.respectUpstreamTarballHost,
+    mounts,
+    source: { document: documentPath },
+  }
+}
+
+function token(value: string | undefined): BearerToken | undefined {
+  return value === undefined ? undefined : new BearerToken(value)
+}
+
+/**
+ * DESIGN.md: once npm points at the proxy, npm's configured registry IS the
+ * proxy. An upstream on our own origin would recurse forever, so it is
+ * refused at boot, naming the setting to fix.
+ */
+function loopProblem(baseUrl: string, port: number, upstreams: [string, string | undefined][]): [string, string][] {
+  const own = new Set<string>()
+  try { own.add(new URL(baseUrl).host) } catch { /* reported by the URL check */ }
+  for (const host of ['localhost', '127.0.0.1', '[::1]', '0.0.0.0']) own.add(`${host}:${port}`)
+  const out: [string, string][] = []
+  for (const [path, url] of upstreams) {
+    if (url === undefined) continue
+    let host: string
+    try {
+      const parsed = new URL(url)
+      host = parsed.port === '' ? `${parsed.hostname}:${parsed.protocol === 'https:' ? 443 : 80}` : parsed.host
+    } catch { continue }
+    const bare = host.replace(/:(80|443)$/, '')
+    if (own.has(host) || own.has(bare)) {
+      out.push([path, `${url} is this proxy itself (its own origin); point it at a real registry`])
+    }
+  }
+  return out
+}
+
+function npmClientRegistry(): string | undefined {
+  try {
+    const out = execFileSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8', timeout: 15_000, stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+    return out === '' || out === 'undefined' ? undefined : out
+  } catch {
+    return undefined
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const child of Object.values(value)) deepFreeze(child)
+  }
+  return value
+}

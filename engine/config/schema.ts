@@ -1,0 +1,152 @@
+/**
+ * The configuration schema (SPEC.md 2.11, DESIGN.md "Configuration sketch").
+ *
+ * Every key can come from the document (YAML or JSON) or from a `SERVICE_`
+ * environment variable (engine/config/environment.ts). Objects refuse
+ * unknown keys, so a misspelt key is a boot problem, never silently ignored.
+ * Numeric limits use 0 for "automatic" where SPEC.md says the default is
+ * derived (engine/memory/plan.ts derives them).
+ *
+ * Keys named `token` are secrets (SPEC.md 5.8): they are turned into
+ * BearerToken values on load and render redacted in every echo.
+ */
+import Type, { type Static, type TSchema } from 'typebox'
+import { RULE_SCHEMA } from '../policy/rule-schema.js'
+
+const closed = { additionalProperties: false } as const
+
+const Seconds = (fallback: number, description: string): TSchema =>
+  Type.Number({ minimum: 0, default: fallback, description })
+
+const Url = (description: string) => Type.String({ minLength: 1, description })
+
+const Secret = (description: string) => Type.String({ minLength: 1, description, secret: true })
+
+const ServerSchema = Type.Object({
+  port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, default: 4873, description: 'port of the proxy and of every role\'s health probes' })),
+  host: Type.Optional(Type.String({ default: '0.0.0.0', description: 'address the listener binds' })),
+  baseUrl: Type.Optional(Url('{base_url}: the externally reachable base address; default http://localhost:{port}')),
+  shutdownDrainTimeout: Type.Optional(Seconds(30, 'bound of the graceful drain, seconds')),
+}, { ...closed, default: {} })
+
+const ObservabilitySchema = Type.Object({
+  logFormat: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('console')], { default: 'json' })),
+  logLevel: Type.Optional(Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')], { default: 'info' })),
+  telemetry: Type.Optional(Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'off' })),
+}, { ...closed, default: {} })
+
+const RuntimeSchema = Type.Object({
+  cores: Type.Optional(Type.Integer({ minimum: 1, description: 'pin; unset means automatic' })),
+  maxHeapBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'pin; unset means automatic' })),
+  coresCeiling: Type.Optional(Type.Integer({ minimum: 1, default: 8 })),
+  serveMaxInFlight: Type.Optional(Type.Integer({ minimum: 1, description: 'pin; unset means automatic' })),
+  cgroupPath: Type.Optional(Type.String({ minLength: 1, default: '/sys/fs/cgroup' })),
+}, { ...closed, default: {} })
+
+const LimitsSchema = Type.Object({
+  maxResponseBytes: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic' })),
+  maxVersionCount: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic' })),
+  maxArtifactCount: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic' })),
+  maxArtifactBytes: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic' })),
+}, { ...closed, default: {} })
+
+const CacheSchema = Type.Object({
+  maxBytes: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic (the plan\'s cache budget)' })),
+}, { ...closed, default: {} })
+
+const QueueSchema = Type.Object({
+  kind: Type.Optional(Type.Union([Type.Literal('embedded'), Type.Literal('sqs')], { default: 'embedded' })),
+  path: Type.Optional(Type.String({ minLength: 1, default: './var/queue', description: 'embedded queue folder' })),
+  url: Type.Optional(Url('SQS queue URL')),
+  region: Type.Optional(Type.String({ minLength: 1 })),
+  endpoint: Type.Optional(Url('SQS endpoint override')),
+  maxReceiveCount: Type.Optional(Type.Integer({ minimum: 1, default: 5, description: 'delivery budget of a mirror job' })),
+}, { ...closed, default: {} })
+
+const StoreSchema = Type.Object({
+  kind: Type.Optional(Type.Union([Type.Literal('embedded'), Type.Literal('s3')], { default: 'embedded' })),
+  path: Type.Optional(Type.String({ minLength: 1, default: './var/store', description: 'embedded store folder' })),
+  bucket: Type.Optional(Type.String({ minLength: 1 })),
+  prefix: Type.Optional(Type.String({ default: '' })),
+  region: Type.Optional(Type.String({ minLength: 1 })),
+  endpoint: Type.Optional(Url('S3 endpoint override (path-style)')),
+}, { ...closed, default: {} })
+
+const EcosystemSeconds = (fallback: number) => Type.Object({
+  js: Type.Optional(Seconds(fallback, 'js mount')),
+  py: Type.Optional(Seconds(fallback, 'py mount')),
+}, { ...closed, default: {} })
+
+const AdvisoriesSchema = Type.Object({
+  osvExportBaseUrl: Type.Optional(Url('{base}/{Ecosystem}/all.zip')),
+  epssFeedUrl: Type.Optional(Url('gzip CSV EPSS feed')),
+  maxAgeSeconds: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = derived per mount (SPEC.md 8)' })),
+  quietTime: Type.Optional(EcosystemSeconds(604800)),
+  epssQuietTime: Type.Optional(Seconds(604800, 'EPSS score date quiet time')),
+  pollIntervalSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, default: 60, description: 'how often the proxy polls the store for a new artifact' })),
+}, { ...closed, default: {} })
+
+const DredgerSchema = Type.Object({
+  fullWalk: Type.Optional(Type.Boolean({ default: false })),
+  maxRemovalsPerCycle: Type.Optional(Type.Integer({ minimum: 1, default: 100, description: 'per-cycle removal cap' })),
+}, { ...closed, default: {} })
+
+const PrivateUpstreamSchema = Type.Object({
+  url: Url('trusted private registry base URL'),
+  token: Type.Optional(Secret('bearer credential sent to the private registry')),
+}, closed)
+
+const PublicUpstreamSchema = Type.Object({
+  url: Type.Optional(Url('untrusted public registry base URL (https); js default: the local npm client\'s configured registry')),
+  caFile: Type.Optional(Type.String({ minLength: 1, description: 'extra trust anchor; verification is never switched off' })),
+  allowHosts: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'host allowlist for public egress; empty: the upstream\'s own host' })),
+  allowInternalRanges: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'CIDRs exempt from the internal-range block' })),
+}, { ...closed, default: {} })
+
+const TargetSchema = Type.Object({
+  target: Url('registry base URL'),
+  token: Type.Optional(Secret('bearer credential for the target')),
+}, closed)
+
+const PublishSchema = Type.Object({
+  target: Url('publication target base URL'),
+  token: Type.Optional(Secret('bearer credential for the publication target')),
+  scopes: Type.Array(Type.String({ pattern: '^@[a-z0-9][a-z0-9._~-]*$' }), { minItems: 1 }),
+}, closed)
+
+export const INTEGRITY_ALGORITHMS = ['sha512', 'sha384', 'sha256', 'sha1'] as const
+
+const MountSchema = Type.Object({
+  upstreams: Type.Optional(Type.Object({
+    private: Type.Optional(PrivateUpstreamSchema),
+    public: Type.Optional(PublicUpstreamSchema),
+  }, { ...closed, default: {} })),
+  publish: Type.Optional(PublishSchema),
+  mirror: Type.Optional(TargetSchema),
+  integrityFloor: Type.Optional(Type.Union(INTEGRITY_ALGORITHMS.map((a) => Type.Literal(a)), { default: 'sha512', description: 'weakest dist.integrity algorithm a public artifact may carry' })),
+  rules: Type.Optional(Type.Array(RULE_SCHEMA, { default: [] })),
+  // No default here: a mount exists only when configured (or by the mounts default below).
+}, closed)
+
+export const MOUNT_KEYS = ['js', 'py'] as const
+export type MountKey = (typeof MOUNT_KEYS)[number]
+
+export const ConfigSchema = Type.Object({
+  server: Type.Optional(ServerSchema),
+  observability: Type.Optional(ObservabilitySchema),
+  runtime: Type.Optional(RuntimeSchema),
+  limits: Type.Optional(LimitsSchema),
+  cache: Type.Optional(CacheSchema),
+  queue: Type.Optional(QueueSchema),
+  store: Type.Optional(StoreSchema),
+  advisories: Type.Optional(AdvisoriesSchema),
+  dredger: Type.Optional(DredgerSchema),
+  respectUpstreamTarballHost: Type.Optional(Type.Boolean({ default: false, description: 'admit a public tarball URL on another host:port' })),
+  mounts: Type.Optional(Type.Object({
+    js: Type.Optional(MountSchema),
+    py: Type.Optional(MountSchema),
+  }, { ...closed, default: { js: {} }, description: 'mounts by ecosystem; default: the js mount alone' })),
+}, closed)
+
+/** The document as written (every key optional). */
+export type ConfigDocument = Static<typeof ConfigSchema>

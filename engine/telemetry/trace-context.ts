@@ -1,0 +1,30 @@
+/**
+ * The span in scope, for log correlation (SPEC.md 2.10: `dd.trace_id` and
+ * `dd.span_id` appear only while a span is in scope). Telemetry export is
+ * opt-in and lives elsewhere; this is the one piece the logger needs, so log
+ * lines correlate whether or not export is on.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { randomBytes } from 'node:crypto'
+
+export interface SpanContext {
+  readonly traceId: string
+  readonly spanId: string
+}
+
+export class TraceContext {
+  readonly #storage = new AsyncLocalStorage<SpanContext>()
+
+  current(): SpanContext | undefined {
+    return this.#storage.getStore()
+  }
+
+  /** Runs `fn` inside a child span of the current one (or a new trace). */
+  inSpan<T>(fn: () => T, parent: SpanContext | undefined = this.current()): T {
+    const span: SpanContext = {
+      traceId: parent?.traceId ?? randomBytes(16).toString('hex'),
+      spanId: randomBytes(8).toString('hex'),
+    }
+    return this.#storage.run(span, fn)
+  }
+}

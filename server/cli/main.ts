@@ -1,0 +1,108 @@
+/**
+ * The service process proper: parse the command, load and check the
+ * configuration, start the role, and own the process-level exits of SPEC.md
+ * 7.2. It runs under the launcher (server/cli/service.ts) for long-running
+ * roles, and in-process for `check-config`.
+ */
+import { readBuildInfo } from '../../engine/build-info.js'
+import { systemClock } from '../../engine/clock.js'
+import { loadConfig } from '../../engine/config/load.js'
+import { formatProblems } from '../../engine/config/problems.js'
+import { resolveIdentity } from '../../engine/log/identity.js'
+import { createProcessLogger, type ProcessLogger } from '../../engine/log/pino-logger.js'
+import { TraceContext } from '../../engine/telemetry/trace-context.js'
+import { EXIT, SERVICE_EXITED } from '../lifecycle/exit-codes.js'
+import { Shutdown } from '../lifecycle/shutdown.js'
+import { runCheckConfig } from '../roles/check-config.js'
+import { startProxy } from '../roles/proxy.js'
+import type { RoleContext, RunningRole } from '../roles/role-context.js'
+import { parseArgs, USAGE, type Role } from './args.js'
+
+export const ROLE_UNAVAILABLE = 'a role this build cannot run'
+
+/** Roles this build can run; the others refuse at boot with exit 2 (SPEC.md 7.2). */
+const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<RunningRole>>> = {
+  proxy: startProxy,
+}
+
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const command = parseArgs(argv)
+  if (command.kind === 'help') {
+    process.stdout.write(USAGE)
+    return
+  }
+  if (command.kind === 'usage-error') {
+    return bootAbort(`${command.message}\n${USAGE}`)
+  }
+
+  const loaded = loadConfig({ configPath: command.configPath, env })
+  if (command.kind === 'check-config') {
+    process.exitCode = await runCheckConfig(loaded, { json: command.json, out: process.stdout, err: process.stderr })
+    return
+  }
+  if (!loaded.ok) return bootAbort(formatProblems(loaded.problems))
+
+  const start = STARTERS[command.role]
+  if (start === undefined || command.oneShot || command.dryRun) {
+    const what = command.oneShot ? `${command.role} compile` : command.role
+    return bootAbort(`service: the ${what} role is ${ROLE_UNAVAILABLE}`)
+  }
+
+  const config = loaded.config
+  const build = readBuildInfo()
+  const identity = resolveIdentity(env, build.version)
+  const trace = new TraceContext()
+  const logger = createProcessLogger({
+    identity,
+    trace,
+    role: command.role,
+    format: config.observability.logFormat,
+    level: config.observability.logLevel,
+  })
+  const exit = exitWith(logger)
+  process.on('uncaughtException', (error) => exit(EXIT.ABNORMAL, `uncaught exception: ${error.stack ?? String(error)}`))
+  process.on('unhandledRejection', (error) => exit(EXIT.ABNORMAL, `unhandled rejection: ${(error as Error)?.stack ?? String(error)}`))
+  // The launcher holds the IPC channel; if it dies, nothing supervises us: stop.
+  process.on('disconnect', () => exit(EXIT.CANCELLED))
+
+  let running: RunningRole
+  try {
+    running = await start({ config, logger, clock: systemClock, identity, build, trace })
+  } catch (error) {
+    logger.flush()
+    return bootAbort(`service: the ${command.role} role could not start: ${(error as Error).message}`)
+  }
+  const shutdown = new Shutdown({
+    door: running.door,
+    readiness: running.readiness,
+    drainTimeoutMs: config.server.shutdownDrainTimeout * 1000,
+    logger,
+    release: () => running.release(),
+    exit,
+  })
+  shutdown.install()
+  armLocalHalt(exit)
+}
+
+function bootAbort(report: string): void {
+  process.stderr.write(`${report}\n`)
+  process.exitCode = EXIT.BOOT_ABORTED
+}
+
+function exitWith(logger: ProcessLogger): (code: number, detail?: string) => void {
+  let exiting = false
+  return (code, detail) => {
+    if (exiting) return
+    exiting = true
+    logger.flush()
+    if (detail !== undefined) process.stderr.write(`${SERVICE_EXITED} ${detail}\n`)
+    process.exit(code)
+  }
+}
+
+/** Ctrl-D on an interactive terminal halts a local run (exit 130); armed only on a TTY. */
+function armLocalHalt(exit: (code: number) => void): void {
+  if (process.stdin.isTTY !== true) return
+  process.stdin.on('end', () => exit(EXIT.LOCAL_HALT))
+  process.stdin.resume()
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env node
+/**
+ * `service`, the launcher (package.json `bin`).
+ *
+ * Why a launcher: V8's heap limits are fixed when Node starts, and the memory
+ * plan (SPEC.md 8.2) is only known once the configuration and the cgroup are
+ * read. So the launcher reads both, computes the plan, and starts the service
+ * process (server/cli/run-role.ts) with the matching `--max-old-space-size`
+ * and `--max-semi-space-size` (DESIGN.md "Memory and sizing"). It also gives
+ * SPEC.md 7.2 its exit codes when the service dies in a way it cannot report
+ * itself: a V8 heap overflow aborts the process without running any
+ * JavaScript, so the launcher watches its stderr and writes the
+ * `service: service exited: <detail>` line, exit 1; a kill from outside that
+ * bypassed the graceful path is exit 3.
+ *
+ * Signals: SIGTERM is forwarded. SIGINT is forwarded only when standard input
+ * is not a terminal: on a terminal, Ctrl-C already reaches the service
+ * through the process group, and forwarding it would count as a second
+ * signal and skip the drain.
+ *
+ * `check-config` and `--help` run in this process: they start no role.
+ */
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { loadConfig } from '../../engine/config/load.js'
+import { formatProblems } from '../../engine/config/problems.js'
+import { v8Limits } from '../../engine/memory/v8-limits.js'
+import { EXIT, SERVICE_EXITED } from '../lifecycle/exit-codes.js'
+import { planFor } from '../roles/runtime-plan.js'
+import { parseArgs } from './args.js'
+import { main } from './main.js'
+
+const TAIL_BYTES = 8192
+const CRASH_SIGNALS = new Set(['SIGABRT', 'SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGTRAP'])
+
+async function launch(argv: readonly string[]): Promise<void> {
+  const command = parseArgs(argv)
+  if (command.kind !== 'role') return main(argv)
+
+  const loaded = loadConfig({ configPath: command.configPath, env: process.env })
+  if (!loaded.ok) {
+    process.stderr.write(`${formatProblems(loaded.problems)}\n`)
+    process.exitCode = EXIT.BOOT_ABORTED
+    return
+  }
+  const flags = v8Limits(await planFor(loaded.config)).mainExecArgv
+  const entry = fileURLToPath(new URL('./run-role.js', import.meta.url))
+  const child = spawn(process.execPath, [...flags, entry, ...argv], {
+    stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
+    env: process.env,
+  })
+
+  let tail = ''
+  child.stderr?.on('data', (chunk: Buffer) => {
+    process.stderr.write(chunk)
+    tail = (tail + chunk.toString('utf8')).slice(-TAIL_BYTES)
+  })
+
+  const forward = (signal: NodeJS.Signals): void => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+  }
+  process.on('SIGTERM', () => forward('SIGTERM'))
+  process.on('SIGINT', () => { if (process.stdin.isTTY !== true) forward('SIGINT') })
+  process.on('SIGHUP', () => forward('SIGTERM'))
+
+  child.on('exit', (code, signal) => {
+    if (code !== null) {
+      process.exitCode = code
+      return
+    }
+    if (signal !== null && CRASH_SIGNALS.has(signal)) {
+      const detail = /heap out of memory|Reached heap limit/i.test(tail)
+        ? `heap overflow (JavaScript heap out of memory; raise the memory limit or SERVICE_RUNTIME__MAX_HEAP_BYTES)`
+        : `crashed with ${signal}`
+      process.stderr.write(`${SERVICE_EXITED} ${detail}\n`)
+      process.exitCode = EXIT.ABNORMAL
+      return
+    }
+    process.stderr.write(`${SERVICE_EXITED} stopped from outside by ${signal ?? 'an unknown cause'}, bypassing the graceful drain\n`)
+    process.exitCode = EXIT.CANCELLED
+  })
+}
+
+await launch(process.argv.slice(2))

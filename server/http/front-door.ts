@@ -1,0 +1,112 @@
+/**
+ * The uWebSockets.js listener every role serves its probes (and the proxy its
+ * routes) on, `SERVICE_SERVER__PORT` (SPEC.md 1.6, 4.5).
+ *
+ * It owns the in-flight count that the graceful drain waits on: each request
+ * becomes an Exchange, counted until it settles (completed, aborted or cut).
+ * A handler that throws, or whose promise rejects, answers 500 in the
+ * envelope, never a hung response or a crashed process.
+ */
+import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from 'uWebSockets.js'
+import { ServiceError, toServiceError } from '../../engine/errors.js'
+import type { Logger } from '../../engine/log/logger.js'
+import { Exchange } from './exchange.js'
+
+export type Handler = (exchange: Exchange) => void | Promise<void>
+
+export type Method = 'get' | 'head' | 'put' | 'post' | 'del' | 'patch' | 'options' | 'any'
+
+export interface FrontDoorOptions {
+  readonly host: string
+  readonly port: number
+  readonly logger: Logger
+}
+
+export class FrontDoor {
+  readonly #app: TemplatedApp
+  readonly #options: FrontDoorOptions
+  readonly #logger: Logger
+  #socket: us_listen_socket | undefined
+  #port = 0
+  #draining = false
+  #inFlight = 0
+  #idleWaiters: (() => void)[] = []
+
+  constructor(options: FrontDoorOptions) {
+    this.#options = options
+    this.#logger = options.logger
+    this.#app = uWS.App()
+  }
+
+  get port(): number { return this.#port }
+  get inFlight(): number { return this.#inFlight }
+  get draining(): boolean { return this.#draining }
+
+  route(method: Method, pattern: string, handler: Handler): this {
+    this.#app[method](pattern, (res: HttpResponse, req: HttpRequest) => this.#dispatch(res, req, handler))
+    return this
+  }
+
+  listen(): Promise<number> {
+    const { host, port } = this.#options
+    return new Promise((resolve, reject) => {
+      this.#app.listen(host, port, (socket) => {
+        if (socket === false) {
+          reject(new ServiceError('BOOT_UNBUILDABLE', { message: `cannot listen on ${host}:${port}` }))
+          return
+        }
+        this.#socket = socket
+        this.#port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket)
+        resolve(this.#port)
+      })
+    })
+  }
+
+  /** Draining: responses carry `Connection: close` and the listen socket stops accepting. */
+  startDraining(): void {
+    this.#draining = true
+    this.stopAccepting()
+  }
+
+  stopAccepting(): void {
+    if (this.#socket !== undefined) {
+      uWS.us_listen_socket_close(this.#socket)
+      this.#socket = undefined
+    }
+  }
+
+  /** Resolves when no request is in flight. */
+  whenIdle(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve()
+    return new Promise((resolve) => this.#idleWaiters.push(resolve))
+  }
+
+  #dispatch(res: HttpResponse, req: HttpRequest, handler: Handler): void {
+    this.#inFlight++
+    const exchange = new Exchange(res, req, {
+      draining: () => this.#draining,
+      settled: () => {
+        this.#inFlight--
+        if (this.#inFlight === 0) for (const wake of this.#idleWaiters.splice(0)) wake()
+      },
+    })
+    try {
+      const result = handler(exchange)
+      if (result !== undefined) result.catch((error: unknown) => this.#fail(exchange, error))
+    } catch (error) {
+      this.#fail(exchange, error)
+    } finally {
+      exchange.leaveHandler()
+    }
+  }
+
+  #fail(exchange: Exchange, error: unknown): void {
+    const failure = toServiceError(error)
+    if (failure.code === 'INTERNAL') {
+      this.#logger.error('request failed', { method: exchange.method, path: exchange.path, error: String((error as Error)?.stack ?? error) })
+    }
+    if (exchange.closed) return
+    if (exchange.headersSent) exchange.cut()
+    else exchange.respondError(failure, { head: exchange.method === 'HEAD' })
+  }
+}

@@ -1,0 +1,28 @@
+import type { BuildInfo } from '../../engine/build-info.js'
+import type { Clock } from '../../engine/clock.js'
+import type { Config } from '../../engine/config/config.js'
+import type { Identity } from '../../engine/log/identity.js'
+import type { Logger } from '../../engine/log/logger.js'
+import type { TraceContext } from '../../engine/telemetry/trace-context.js'
+import type { FrontDoor } from '../http/front-door.js'
+import type { Liveness } from '../health/liveness.js'
+import type { Readiness } from '../health/readiness.js'
+
+/** What every role's composition root is handed. */
+export interface RoleContext {
+  readonly config: Config
+  readonly logger: Logger
+  readonly clock: Clock
+  readonly identity: Identity
+  readonly build: BuildInfo
+  readonly trace: TraceContext
+}
+
+/** A started long-running role. */
+export interface RunningRole {
+  readonly door: FrontDoor
+  readonly readiness: Readiness
+  readonly liveness: Liveness
+  /** Releases dispatchers, pools and queues after the drain (STYLE.md rule 11). */
+  release(): Promise<void>
+}

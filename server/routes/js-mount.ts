@@ -1,0 +1,72 @@
+/**
+ * The `/js` mount on the front door (SPEC.md 4.1): the fixed routes answer
+ * here; the package routes call the handlers the proxy role wires in.
+ * A request that carries this proxy's own hop marker has come back around a
+ * loop (an upstream that is the proxy itself) and gets a 502, never another
+ * upstream request (DESIGN.md "Beware the loop").
+ */
+import { ServiceError } from '../../engine/errors.js'
+import type { Exchange } from '../http/exchange.js'
+import type { FrontDoor } from '../http/front-door.js'
+import { matchJsRoute } from './js-routes.js'
+
+export interface JsMountHandlers {
+  packument?(exchange: Exchange, pkg: string): void | Promise<void>
+  artifact?(exchange: Exchange, pkg: string, filename: string): void | Promise<void>
+  /** Absent when no publication target is configured: 405 (SPEC.md 4.3). */
+  publish?(exchange: Exchange, pkg: string): void | Promise<void>
+}
+
+export interface JsMountOptions {
+  /** This deployment's `Via` pseudonym; outgoing upstream requests carry it. */
+  readonly hopMarker: string
+  readonly handlers: JsMountHandlers
+}
+
+const errors = {
+  notFound: new ServiceError('NOT_FOUND'),
+  search: new ServiceError('UNSUPPORTED', { message: 'search is unsupported' }),
+  distTags: new ServiceError('UNSUPPORTED', { message: 'dist-tags are owned by the publication target; this proxy has no mutable named pointer' }),
+  noPublish: new ServiceError('PUBLISH_NOT_CONFIGURED'),
+  loop: new ServiceError('UPSTREAM_LOOP'),
+}
+
+export function mountJs(door: FrontDoor, options: JsMountOptions): void {
+  const { handlers, hopMarker } = options
+  const handle = (ex: Exchange): void | Promise<void> => {
+    const head = ex.method === 'HEAD'
+    const route = matchJsRoute(ex.method, ex.path)
+    if (route.kind !== 'ping' && route.kind !== 'not_found' && (ex.header('via') ?? '').includes(hopMarker)) {
+      ex.respondError(errors.loop, { head })
+      return
+    }
+    switch (route.kind) {
+      case 'ping':
+        ex.respondJson(200, {})
+        return
+      case 'unsupported':
+        ex.respondError(route.what === 'search' ? errors.search : errors.distTags)
+        return
+      case 'packument':
+        if (handlers.packument !== undefined) return handlers.packument(ex, route.package)
+        break
+      case 'artifact':
+        if (handlers.artifact !== undefined) return handlers.artifact(ex, route.package, route.filename)
+        break
+      case 'publish':
+        if (handlers.publish !== undefined) return handlers.publish(ex, route.package)
+        ex.respondError(errors.noPublish)
+        return
+      case 'not_found':
+        break
+    }
+    ex.respondError(errors.notFound, { head })
+  }
+  door.route('any', '/js', handle)
+  door.route('any', '/js/*', handle)
+}
+
+/** Deny by default for every path no mount or probe claims, `/metrics` included (SPEC.md 4.5). */
+export function mountFallback(door: FrontDoor): void {
+  door.route('any', '/*', (ex) => ex.respondError(errors.notFound, { head: ex.method === 'HEAD' }))
+}

@@ -1,0 +1,72 @@
+/**
+ * Which route of the `/js` mount a request names (SPEC.md 4.1). Pure, so the
+ * table is tested on its own. Anything it does not recognise is deny by
+ * default (404). Package and file names are only split out here; their
+ * validity is checked by the handlers with engine/npm/names.ts before any
+ * upstream request.
+ *
+ * A scoped package is written `@scope%2Fname` (SPEC.md 4); clients also send
+ * `@scope/name` as two segments, and both are accepted. `package` is returned
+ * in the single-segment form either way.
+ */
+export const JS_PREFIX = '/js'
+
+export type JsRoute =
+  | { readonly kind: 'ping' }
+  | { readonly kind: 'unsupported'; readonly what: 'search' | 'dist-tags' }
+  | { readonly kind: 'packument'; readonly package: string }
+  | { readonly kind: 'publish'; readonly package: string }
+  | { readonly kind: 'artifact'; readonly package: string; readonly filename: string }
+  | { readonly kind: 'not_found' }
+
+const NOT_FOUND: JsRoute = Object.freeze({ kind: 'not_found' })
+
+export function matchJsRoute(method: string, rawPath: string): JsRoute {
+  if (rawPath !== JS_PREFIX && !rawPath.startsWith(`${JS_PREFIX}/`)) return NOT_FOUND
+  const segments = rawPath.slice(JS_PREFIX.length + 1).split('/')
+  if (segments.length === 0 || segments[0] === '') return NOT_FOUND
+
+  if (segments[0] === '-') return matchSpecial(method, segments.slice(1))
+
+  const split = splitPackage(segments)
+  if (split === undefined) return NOT_FOUND
+  const [pkg, rest] = split
+  if (rest.length === 0) {
+    if (method === 'GET') return { kind: 'packument', package: pkg }
+    if (method === 'PUT') return { kind: 'publish', package: pkg }
+    return NOT_FOUND
+  }
+  if (rest.length === 2 && rest[0] === '-' && (method === 'GET' || method === 'HEAD')) {
+    return { kind: 'artifact', package: pkg, filename: rest[1] as string }
+  }
+  return NOT_FOUND
+}
+
+function matchSpecial(method: string, rest: readonly string[]): JsRoute {
+  if (rest.length === 1 && rest[0] === 'ping') return method === 'GET' ? { kind: 'ping' } : NOT_FOUND
+  if (rest.length === 2 && rest[0] === 'v1' && rest[1] === 'search') {
+    return method === 'GET' ? { kind: 'unsupported', what: 'search' } : NOT_FOUND
+  }
+  if (rest[0] === 'package') {
+    const split = splitPackage(rest.slice(1))
+    if (split === undefined) return NOT_FOUND
+    const [, tail] = split
+    if (tail.length === 1 && tail[0] === 'dist-tags' && method === 'GET') return { kind: 'unsupported', what: 'dist-tags' }
+    if (tail.length === 2 && tail[0] === 'dist-tags' && tail[1] !== '' && (method === 'PUT' || method === 'DELETE')) {
+      return { kind: 'unsupported', what: 'dist-tags' }
+    }
+  }
+  return NOT_FOUND
+}
+
+/** [package in single-segment form, remaining segments], or undefined. */
+function splitPackage(segments: readonly string[]): [string, readonly string[]] | undefined {
+  const first = segments[0]
+  if (first === undefined || first === '') return undefined
+  if (first.startsWith('@') && !/%2f/i.test(first)) {
+    const name = segments[1]
+    if (name === undefined || name === '' || name === '-') return undefined
+    return [`${first}%2f${name}`, segments.slice(2)]
+  }
+  return [first, segments.slice(1)]
+}

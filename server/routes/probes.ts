@@ -1,0 +1,18 @@
+/**
+ * Health probes on the server port of every role (SPEC.md 4.5), and the
+ * 404 for `/metrics` on that port (metrics, when on, have their own listener).
+ */
+import type { FrontDoor } from '../http/front-door.js'
+import type { Liveness } from '../health/liveness.js'
+import type { Readiness } from '../health/readiness.js'
+
+export function mountProbes(door: FrontDoor, liveness: Liveness, readiness: Readiness): void {
+  door.route('get', '/livez', (ex) => {
+    const body = liveness.body()
+    ex.respondJson(body.status === 'ok' ? 200 : 503, body)
+  })
+  door.route('get', '/readyz', (ex) => {
+    const body = readiness.body()
+    ex.respondJson(body.status === 'ready' ? 200 : 503, body)
+  })
+}
