@@ -423,6 +423,9 @@ export class UpstreamClient {
       response.body.dump().catch(() => {})
       return { statusCode: status, headers, body: null }
     }
+    // The relay listens for errors itself; this keeps an error nobody
+    // observes (a destroy after the relay has detached) from ending the process.
+    response.body.on('error', () => {})
     capPausedRead(response.body, this.#timeouts.pausedReadMs, upstream)
     return { statusCode: status, headers, body: response.body }
   }
