@@ -1,0 +1,37 @@
+/**
+ * Argument checks shared by every Queue implementation, so the embedded queue
+ * refuses exactly what SQS refuses (QUEUE_LIMITS).
+ */
+import { ServiceError } from '../errors.js'
+import { QUEUE_LIMITS, QueueFailureReason } from './queue.js'
+import type { ReceiveOptions, SendOptions } from './queue.js'
+
+// The characters SQS accepts in a message body.
+const BODY_OUTSIDE_SQS = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u
+
+export function invalidArgument(message: string): ServiceError {
+  return new ServiceError('QUEUE_FAILURE', { message, data: { reason: QueueFailureReason.INVALID_ARGUMENT } })
+}
+
+function checkInteger(name: string, value: unknown, min: number, max: number): void {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw invalidArgument(`${name} must be an integer from ${min} to ${max}`)
+  }
+}
+
+export function checkSend(body: unknown, options: SendOptions): void {
+  if (typeof body !== 'string' || body.length === 0) throw invalidArgument('the message body must be a non-empty string')
+  if (Buffer.byteLength(body) > QUEUE_LIMITS.maxBodyBytes) throw invalidArgument(`the message body exceeds ${QUEUE_LIMITS.maxBodyBytes} bytes`)
+  if (BODY_OUTSIDE_SQS.test(body)) throw invalidArgument('the message body holds a character SQS refuses')
+  if (options.delaySeconds !== undefined) checkInteger('delaySeconds', options.delaySeconds, 0, QUEUE_LIMITS.maxDelaySeconds)
+}
+
+export function checkReceive(options: ReceiveOptions): void {
+  checkInteger('max', options.max, 1, QUEUE_LIMITS.maxMessagesPerReceive)
+  checkInteger('visibilitySeconds', options.visibilitySeconds, 0, QUEUE_LIMITS.maxVisibilitySeconds)
+  if (options.waitSeconds !== undefined) checkInteger('waitSeconds', options.waitSeconds, 0, QUEUE_LIMITS.maxWaitSeconds)
+}
+
+export function checkVisibility(seconds: unknown): void {
+  checkInteger('visibility seconds', seconds, 0, QUEUE_LIMITS.maxVisibilitySeconds)
+}

@@ -1,0 +1,290 @@
+/**
+ * The embedded queue's durable journal: one append-only file of JSON lines in
+ * the queue's folder, replayed on open.
+ *
+ * Every record states the absolute new state of one message, so replaying a
+ * record twice is harmless; that lets compaction snapshot live state while
+ * later records are still on their way to the file.
+ *
+ * Durability: `append` resolves only after the bytes are written and
+ * fdatasync'ed. Appends that arrive while a write is in flight share the
+ * next write and sync (group commit), so concurrent senders cost one fsync.
+ * After a failed write or sync the journal refuses all further work: the
+ * page cache may have dropped the bytes, so retrying could silently lose them.
+ *
+ * Crash safety: a kill can leave a torn last line; open ignores it and
+ * truncates it away before the first append (which would otherwise glue a new
+ * record onto the torn one). Compaction writes a snapshot to a temp file,
+ * fsyncs it, renames it over the journal and fsyncs the folder: a crash
+ * leaves the old journal or the new one, both complete.
+ *
+ * One process owns a folder at a time: a lock file holds the owner's pid, and
+ * a lock left by a dead process (kill -9) is taken over.
+ */
+import { open, readFile, rename, truncate, unlink, writeFile } from 'node:fs/promises'
+import type { FileHandle } from 'node:fs/promises'
+import { join } from 'node:path'
+import { ServiceError } from '../errors.js'
+import type { Logger } from '../log/logger.js'
+import { QueueFailureReason } from './queue.js'
+
+/** A message as sent, or its whole state in a compaction snapshot. */
+export interface SendRecord {
+  readonly op: 'send'
+  readonly id: string
+  readonly body: string
+  readonly visibleAt: number
+  readonly count: number
+  /** Nonce of the current delivery's receipt; null before the first receive. */
+  readonly receipt: string | null
+  readonly receivedAt: number | null
+}
+export interface ReceiveRecord {
+  readonly op: 'receive'
+  readonly id: string
+  readonly receipt: string
+  readonly visibleAt: number
+  readonly count: number
+  readonly receivedAt: number
+}
+export interface VisibilityRecord {
+  readonly op: 'visibility'
+  readonly id: string
+  readonly visibleAt: number
+}
+/** Deleted by its receiver, or moved to the dead-letter queue. */
+export interface RemoveRecord {
+  readonly op: 'delete' | 'dead-letter'
+  readonly id: string
+}
+export type JournalRecord = SendRecord | ReceiveRecord | VisibilityRecord | RemoveRecord
+
+export const JOURNAL_FILE = 'journal.jsonl'
+const COMPACT_FILE = 'journal.compact.tmp'
+const LOCK_FILE = 'lock'
+
+/** Emitted when a complete journal line cannot be read; that line is skipped. */
+export const JOURNAL_LINE_SKIPPED = 'queue journal line unreadable, skipped'
+
+interface Batch {
+  text: string
+  records: number
+  readonly done: Promise<void>
+  resolve(): void
+  reject(error: unknown): void
+}
+
+export class QueueJournal {
+  readonly #dir: string
+  #handle: FileHandle
+  /** Lines in the file, the measure compaction weighs against live state. */
+  #lines: number
+  #pending: Batch | undefined
+  #draining: Promise<void> | undefined
+  #snapshot: (() => JournalRecord[]) | undefined
+  #failure: ServiceError | undefined
+  #closed = false
+
+  private constructor(dir: string, handle: FileHandle, lines: number) {
+    this.#dir = dir
+    this.#handle = handle
+    this.#lines = lines
+  }
+
+  /** Takes the folder's lock, replays the journal and opens it for appending. */
+  static async open(dir: string, logger: Logger): Promise<{ journal: QueueJournal, records: JournalRecord[] }> {
+    await takeLock(dir)
+    try {
+      const path = join(dir, JOURNAL_FILE)
+      await unlink(join(dir, COMPACT_FILE)).catch(() => {}) // an interrupted compaction; the journal itself is whole
+      let bytes = Buffer.alloc(0)
+      try {
+        bytes = await readFile(path)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+      }
+      // Measured in bytes, not characters: a torn line may end inside a UTF-8 sequence.
+      const complete = bytes.lastIndexOf(0x0a) + 1
+      if (complete < bytes.byteLength) await truncate(path, complete)
+      const records: JournalRecord[] = []
+      let lines = 0
+      for (const line of bytes.subarray(0, complete).toString('utf8').split('\n')) {
+        if (line === '') continue
+        lines++
+        const record = parseRecord(line)
+        if (record === undefined) logger.warn(JOURNAL_LINE_SKIPPED, { dir, line: lines })
+        else records.push(record)
+      }
+      const handle = await open(path, 'a')
+      return { journal: new QueueJournal(dir, handle, lines), records }
+    } catch (error) {
+      await releaseLock(dir)
+      throw error
+    }
+  }
+
+  get lines(): number { return this.#lines }
+
+  /** Resolves once the records are durable on disk. */
+  append(records: readonly JournalRecord[]): Promise<void> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure)
+    if (this.#closed) return Promise.reject(unavailable('the queue is closed'))
+    if (records.length === 0) return Promise.resolve()
+    const batch = this.#pending ??= newBatch()
+    for (const record of records) batch.text += JSON.stringify(record) + '\n'
+    batch.records += records.length
+    this.#drain()
+    return batch.done
+  }
+
+  /**
+   * Replaces the journal with `snapshot()`, taken between two writes. Records
+   * appended meanwhile land after the snapshot; replaying them again is
+   * harmless because every record is absolute state.
+   */
+  compact(snapshot: () => JournalRecord[]): void {
+    if (this.#failure !== undefined || this.#closed) return
+    this.#snapshot = snapshot
+    this.#drain()
+  }
+
+  /** Finishes pending writes, closes the file and releases the lock. */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    await this.#draining?.catch(() => {})
+    await this.#handle.close().catch(() => {})
+    await releaseLock(this.#dir)
+  }
+
+  #drain(): void {
+    this.#draining ??= this.#run().finally(() => { this.#draining = undefined })
+  }
+
+  async #run(): Promise<void> {
+    while (this.#snapshot !== undefined || this.#pending !== undefined) {
+      const snapshot = this.#snapshot
+      this.#snapshot = undefined
+      const batch = this.#pending
+      this.#pending = undefined
+      try {
+        if (snapshot !== undefined) await this.#rewrite(snapshot())
+        if (batch !== undefined) {
+          await this.#handle.write(batch.text)
+          await this.#handle.datasync()
+          this.#lines += batch.records
+          batch.resolve()
+        }
+      } catch (cause) {
+        this.#failure = new ServiceError('QUEUE_FAILURE', {
+          message: 'the queue journal could not be written; the queue stopped', cause,
+          data: { reason: QueueFailureReason.UNAVAILABLE, dir: this.#dir },
+        })
+        batch?.reject(this.#failure)
+        const arrivedMeanwhile = this.#pending as Batch | undefined
+        arrivedMeanwhile?.reject(this.#failure)
+        this.#pending = undefined
+        return
+      }
+    }
+  }
+
+  async #rewrite(records: JournalRecord[]): Promise<void> {
+    const temp = join(this.#dir, COMPACT_FILE)
+    const handle = await open(temp, 'w')
+    try {
+      await handle.writeFile(records.map((r) => JSON.stringify(r) + '\n').join(''))
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    await rename(temp, join(this.#dir, JOURNAL_FILE))
+    await syncFolder(this.#dir)
+    const previous = this.#handle
+    this.#handle = await open(join(this.#dir, JOURNAL_FILE), 'a')
+    this.#lines = records.length
+    await previous.close()
+  }
+}
+
+function newBatch(): Batch {
+  let resolve!: () => void
+  let reject!: (error: unknown) => void
+  const done = new Promise<void>((res, rej) => { resolve = res; reject = rej })
+  // A batch may fail with nobody awaiting it yet; the rejection is still reported to every appender.
+  done.catch(() => {})
+  return { text: '', records: 0, done, resolve, reject }
+}
+
+function parseRecord(line: string): JournalRecord | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(line)
+  } catch {
+    return undefined
+  }
+  const r = value as Partial<Record<string, unknown>> | null
+  if (r === null || typeof r !== 'object' || typeof r['id'] !== 'string') return undefined
+  switch (r['op']) {
+    case 'send':
+      return typeof r['body'] === 'string' && typeof r['visibleAt'] === 'number' && typeof r['count'] === 'number'
+        ? value as SendRecord : undefined
+    case 'receive':
+      return typeof r['receipt'] === 'string' && typeof r['visibleAt'] === 'number' && typeof r['count'] === 'number' &&
+        typeof r['receivedAt'] === 'number' ? value as ReceiveRecord : undefined
+    case 'visibility':
+      return typeof r['visibleAt'] === 'number' ? value as VisibilityRecord : undefined
+    case 'delete':
+    case 'dead-letter':
+      return value as RemoveRecord
+    default:
+      return undefined
+  }
+}
+
+function unavailable(message: string): ServiceError {
+  return new ServiceError('QUEUE_FAILURE', { message, data: { reason: QueueFailureReason.UNAVAILABLE } })
+}
+
+async function syncFolder(path: string): Promise<void> {
+  const handle = await open(path, 'r')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+async function takeLock(dir: string): Promise<void> {
+  const path = join(dir, LOCK_FILE)
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await writeFile(path, String(process.pid), { flag: 'wx' })
+      return
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+    const owner = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10)
+    if (Number.isInteger(owner) && owner > 0 && isAlive(owner)) {
+      throw new ServiceError('QUEUE_FAILURE', {
+        message: `the queue folder is in use by process ${owner}`, data: { reason: QueueFailureReason.LOCKED, dir, owner },
+      })
+    }
+    // The owner died without closing (kill -9, power loss): its lock is stale.
+    await unlink(path).catch(() => {})
+  }
+  throw new ServiceError('QUEUE_FAILURE', { message: 'the queue folder lock kept changing hands', data: { reason: QueueFailureReason.LOCKED, dir } })
+}
+
+async function releaseLock(dir: string): Promise<void> {
+  await unlink(join(dir, LOCK_FILE)).catch(() => {})
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The mirror job queue (SPEC.md 3.7, 6.1): one interface with SQS semantics,
+ * shaped so that an implementation over @aws-sdk/client-sqs maps each method
+ * to one SQS call without changing it:
+ *
+ *   send              SendMessage (MessageBody, DelaySeconds)
+ *   receive           ReceiveMessage (MaxNumberOfMessages, VisibilityTimeout,
+ *                     WaitTimeSeconds, AttributeNames ['All'] for
+ *                     ApproximateReceiveCount; abortSignal)
+ *   changeVisibility  ChangeMessageVisibility (0 releases at once)
+ *   delete            DeleteMessage
+ *   attributes        GetQueueAttributes (RedrivePolicy)
+ *
+ * Delivery is at least once: a received message that is neither deleted nor
+ * renewed becomes visible again when its window ends, and every receive
+ * counts towards the redrive budget. A message already received
+ * `maxReceiveCount` times is moved to the dead-letter queue instead of being
+ * delivered again (SQS redrive). Argument limits are SQS's own (QUEUE_LIMITS)
+ * so both implementations refuse the same calls.
+ *
+ * Failures are ServiceError 'QUEUE_FAILURE'; `data.reason` tells apart the
+ * ones a caller acts on (QueueFailureReason).
+ */
+
+export interface SendOptions {
+  /** Seconds before the message first becomes visible; 0 to 900. */
+  readonly delaySeconds?: number
+}
+
+export interface ReceiveOptions {
+  /** Most messages to return; 1 to 10. */
+  readonly max: number
+  /** Seconds the received messages stay hidden from other receivers; 0 to 43200. */
+  readonly visibilitySeconds: number
+  /** Long poll: seconds to wait for a message when none is visible; 0 to 20. Default 0. */
+  readonly waitSeconds?: number
+  /** Ends a long poll early; the receive then resolves with what it has (usually nothing). */
+  readonly signal?: AbortSignal
+}
+
+export interface QueueMessage {
+  readonly messageId: string
+  /** Names this delivery only; a later delivery of the same message gets a new one. */
+  readonly receiptHandle: string
+  readonly body: string
+  /** How many times the message has been received, this delivery included (approximate on SQS). */
+  readonly receiveCount: number
+}
+
+export interface RedrivePolicy {
+  /** Receives after which the next delivery goes to the dead-letter queue instead. */
+  readonly maxReceiveCount: number
+  /** Names the dead-letter queue (an ARN on SQS). */
+  readonly deadLetterTarget: string
+}
+
+export interface QueueAttributes {
+  /** Absent when the queue has no redrive policy (SPEC.md 6.1 item 2: a start-up WARNING). */
+  readonly redrive?: RedrivePolicy
+}
+
+export interface Queue {
+  send(body: string, options?: SendOptions): Promise<{ readonly messageId: string }>
+  receive(options: ReceiveOptions): Promise<QueueMessage[]>
+  /**
+   * Hides the message for `seconds` from now (renewal), or releases it at once
+   * with 0. A receipt is bounded to twelve hours from its receive (SPEC.md 8).
+   * Fails with reason `receipt-handle-stale` when the message was delivered
+   * again or is gone.
+   */
+  changeVisibility(receiptHandle: string, seconds: number): Promise<void>
+  /**
+   * Acknowledges the delivery. A message already gone counts as deleted; a
+   * receipt of an earlier delivery fails with reason `receipt-handle-stale`
+   * and leaves the message to its current receiver.
+   */
+  delete(receiptHandle: string): Promise<void>
+  attributes(): Promise<QueueAttributes>
+  close(): Promise<void>
+}
+
+/** SQS's own limits, applied by every implementation. */
+export const QUEUE_LIMITS = Object.freeze({
+  maxMessagesPerReceive: 10,
+  maxVisibilitySeconds: 43_200,
+  maxWaitSeconds: 20,
+  maxDelaySeconds: 900,
+  maxBodyBytes: 262_144,
+})
+
+/** `data.reason` of a QUEUE_FAILURE, for the failures callers tell apart. */
+export const QueueFailureReason = Object.freeze({
+  /** The receipt names an earlier delivery, or a message no longer in the queue. */
+  RECEIPT_HANDLE_STALE: 'receipt-handle-stale',
+  /** The receipt is not one this queue hands out. */
+  RECEIPT_HANDLE_INVALID: 'receipt-handle-invalid',
+  /** Past twelve hours from the receive (SQS's visibility ceiling). */
+  VISIBILITY_LIMIT: 'visibility-limit',
+  /** An argument outside QUEUE_LIMITS or of the wrong type. */
+  INVALID_ARGUMENT: 'invalid-argument',
+  /** The queue was closed, or its journal failed and it stopped accepting work. */
+  UNAVAILABLE: 'unavailable',
+  /** Another live process holds the embedded queue's folder. */
+  LOCKED: 'locked',
+})
+export type QueueFailureReason = typeof QueueFailureReason[keyof typeof QueueFailureReason]
