@@ -1,0 +1,332 @@
+/**
+ * Merge and gate (SPEC.md 1.2, 2.1-2.3, 4.2): decides which versions of the
+ * private and public documents survive, and what the synthesized packument is
+ * made of, without copying a byte. render.ts writes the plan out.
+ *
+ * - Private versions are trusted: every one is kept, never gated.
+ * - On any collision, of a version or of any other top-level field, the
+ *   private side wins; a public version shadowed by a private one is not gated.
+ * - Each remaining public version is gated through `decide`; only
+ *   `verdict === 'admit'` keeps it.
+ * - `dist-tags.latest` is repointed (latest.ts); other tags survive only when
+ *   they point at a surviving version, the private side's tag winning.
+ * - `time` keeps `created`, `modified` and the surviving versions' entries.
+ * - Everything else is relayed unchanged.
+ */
+import type { Ecosystem } from '../advisory/database.js'
+import { ServiceError } from '../errors.js'
+import type { Decision, RuleKind, VersionFacts } from '../policy/decision.js'
+import { newestSurvivingVersion } from './latest.js'
+import { memberString, type Member, type PackumentIndex, type VersionEntry } from './packument-index.js'
+import { decodeFilename, TarballRewriter, tarballFilenameSegment } from './tarball-url.js'
+
+/** The gate for one public version. */
+export type Decide = (facts: VersionFacts) => Decision
+
+export interface MergeInput {
+  readonly packageName: string
+  /** `{base_url}`: the proxy's externally reachable base address. */
+  readonly baseUrl: string
+  readonly privateIndex?: PackumentIndex | undefined
+  readonly publicIndex?: PackumentIndex | undefined
+  readonly decide: Decide
+  readonly ecosystem?: Ecosystem
+}
+
+/**
+ * What the artifact route reuses for a kept public version: it gates a
+ * lockfile install by tarball file name to version, then fetches the
+ * authoritative upstream location (SPEC.md 4.4 public leg 2-3).
+ */
+export interface SelectedVersion {
+  readonly version: string
+  /** The decoded last path segment of the upstream tarball URL, as validateArtifactFilename returns it. */
+  readonly filename: string
+  /** The upstream's `dist.tarball`, unchanged. */
+  readonly tarball: string
+  readonly integrity: string | undefined
+  readonly shasum: string | undefined
+}
+
+/** A decision the main thread must see: a skipped check or an advisory rule that could not consult the database. */
+export interface VersionObservation {
+  readonly version: string
+  readonly decision: Decision
+}
+
+/** Why nothing survived (SPEC.md 4.2: the most recoverable cause wins). */
+export interface Withholding {
+  readonly code: 'ADVISORY_UNAVAILABLE' | 'ADVISORY_EXPIRED' | 'POLICY_WITHHELD'
+  readonly ageSeconds?: number
+  readonly maxAgeSeconds?: number
+}
+
+export interface MergeCounts {
+  readonly keptPrivate: number
+  readonly keptPublic: number
+  /** Public versions the gate did not admit. */
+  readonly withheld: number
+  /** Public versions shadowed by a private version of the same string. */
+  readonly superseded: number
+  /** Public versions withheld because they carry no tarball URL the proxy could serve. */
+  readonly unservable: number
+}
+
+export interface PlannedVersion {
+  readonly version: string
+  readonly index: PackumentIndex
+  readonly entry: VersionEntry
+  /** The rewritten `dist.tarball` as a JSON string token; undefined leaves the manifest as it is. */
+  readonly tarballToken: string | undefined
+}
+
+export interface IndexedMember {
+  readonly index: PackumentIndex
+  readonly member: Member
+}
+
+export type TopLevelItem =
+  | { readonly kind: 'relay'; readonly index: PackumentIndex; readonly member: Member }
+  | { readonly kind: 'name' | 'dist-tags' | 'versions' | 'time' }
+
+export interface MergePlan {
+  readonly packageName: string
+  /** Top-level members of the full form, in order: the base document's order, then the other's additions. */
+  readonly topLevel: readonly TopLevelItem[]
+  readonly versions: readonly PlannedVersion[]
+  readonly distTags: ReadonlyArray<readonly [string, string]>
+  /** `time` members: `modified`, `created`, then one per surviving version that has one. */
+  readonly time: readonly IndexedMember[]
+  /** The value the abbreviated form's top-level `modified` copies. */
+  readonly modified: IndexedMember | undefined
+  readonly counts: MergeCounts
+  readonly selected: readonly SelectedVersion[]
+  readonly observations: readonly VersionObservation[]
+  /** Advisory rules that consulted the database successfully at least once (an outage may be over). */
+  readonly advisoryAnswered: readonly RuleKind[]
+  /** Set when no version survived and some public version was withheld. */
+  readonly withholding: Withholding | undefined
+}
+
+const SYNTHESIZED: ReadonlySet<string> = new Set(['name', 'dist-tags', 'versions', 'time'])
+
+/** VersionFacts whose publish time is decoded only if a rule reads it. */
+class LazyVersionFacts implements VersionFacts {
+  readonly ecosystem: Ecosystem
+  readonly name: string
+  readonly version: string
+  readonly #index: PackumentIndex
+  #publishedAt: Date | undefined | null = null
+
+  constructor(ecosystem: Ecosystem, name: string, version: string, index: PackumentIndex) {
+    this.ecosystem = ecosystem
+    this.name = name
+    this.version = version
+    this.#index = index
+  }
+
+  get publishedAt(): Date | undefined {
+    if (this.#publishedAt === null) {
+      const text = memberString(this.#index, this.#index.time.get(this.version))
+      const ms = text === undefined ? NaN : Date.parse(text)
+      this.#publishedAt = Number.isNaN(ms) ? undefined : new Date(ms)
+    }
+    return this.#publishedAt
+  }
+}
+
+function checkName(index: PackumentIndex | undefined, packageName: string, upstream: 'private' | 'public'): void {
+  if (index === undefined) return
+  const member = index.members.get('name')
+  if (member === undefined) return
+  if (memberString(index, member) !== packageName) {
+    // SPEC.md 4.2: 502, a responding upstream returned a packument for a different package.
+    throw new ServiceError('UPSTREAM_WRONG_PACKAGE', { data: { upstream } })
+  }
+}
+
+function decodeSlice(index: PackumentIndex, start: number, end: number, plain: boolean): string | undefined {
+  return start < 0 ? undefined : index.source.jsonString(start, end, plain)
+}
+
+function withholdingOf(decisions: readonly Decision[], unservable: number): Withholding | undefined {
+  let expired: Decision | undefined
+  let denied = unservable > 0
+  for (const decision of decisions) {
+    if (decision.verdict === 'unavailable') return { code: 'ADVISORY_UNAVAILABLE' }
+    if (decision.verdict === 'expired') expired ??= decision
+    else denied = true
+  }
+  if (expired !== undefined) {
+    return {
+      code: 'ADVISORY_EXPIRED',
+      ...(expired.ageSeconds === undefined ? {} : { ageSeconds: expired.ageSeconds }),
+      ...(expired.maxAgeSeconds === undefined ? {} : { maxAgeSeconds: expired.maxAgeSeconds }),
+    }
+  }
+  return denied ? { code: 'POLICY_WITHHELD' } : undefined
+}
+
+export function planMerge(input: MergeInput): MergePlan {
+  const { packageName, privateIndex, publicIndex, decide } = input
+  const ecosystem = input.ecosystem ?? 'js'
+  checkName(privateIndex, packageName, 'private')
+  checkName(publicIndex, packageName, 'public')
+  const rewriter = new TarballRewriter(input.baseUrl, packageName)
+
+  const versions: PlannedVersion[] = []
+  const survivors = new Map<string, PackumentIndex>()
+  const selected: SelectedVersion[] = []
+  const observations: VersionObservation[] = []
+  const refusals: Decision[] = []
+  const answered = new Set<RuleKind>()
+  let keptPrivate = 0
+  let keptPublic = 0
+  let withheld = 0
+  let superseded = 0
+  let unservable = 0
+
+  const tarballOf = (index: PackumentIndex, entry: VersionEntry): { url: string; segment: string } | undefined => {
+    const url = decodeSlice(index, entry.tarballStart, entry.tarballEnd, entry.tarballPlain)
+    if (url === undefined) return undefined
+    const segment = tarballFilenameSegment(url)
+    return segment === undefined ? undefined : { url, segment }
+  }
+
+  if (privateIndex !== undefined) {
+    for (const [version, entry] of privateIndex.versions) {
+      const tarball = tarballOf(privateIndex, entry)
+      versions.push({
+        version,
+        index: privateIndex,
+        entry,
+        tarballToken: tarball === undefined ? undefined : JSON.stringify(rewriter.url(tarball.segment)),
+      })
+      survivors.set(version, privateIndex)
+      keptPrivate++
+    }
+  }
+
+  if (publicIndex !== undefined) {
+    for (const [version, entry] of publicIndex.versions) {
+      if (survivors.has(version)) {
+        superseded++
+        continue
+      }
+      const decision = decide(new LazyVersionFacts(ecosystem, packageName, version, publicIndex))
+      let reported = decision.skipped.length > 0
+      for (const observation of decision.advisory) {
+        if (observation.cause === undefined) answered.add(observation.rule)
+        else reported = true
+      }
+      if (reported) observations.push({ version, decision })
+      if (decision.verdict !== 'admit') {
+        withheld++
+        refusals.push(decision)
+        continue
+      }
+      const tarball = tarballOf(publicIndex, entry)
+      if (tarball === undefined) {
+        // Admitted, but no URL the proxy could serve it from (SPEC.md 2.3: tarball is required).
+        unservable++
+        continue
+      }
+      versions.push({ version, index: publicIndex, entry, tarballToken: JSON.stringify(rewriter.url(tarball.segment)) })
+      survivors.set(version, publicIndex)
+      selected.push({
+        version,
+        filename: decodeFilename(tarball.segment),
+        tarball: tarball.url,
+        integrity: decodeSlice(publicIndex, entry.integrityStart, entry.integrityEnd, entry.integrityPlain),
+        shasum: decodeSlice(publicIndex, entry.shasumStart, entry.shasumEnd, entry.shasumPlain),
+      })
+      keptPublic++
+    }
+  }
+
+  // dist-tags: the private side's tag wins; a tag survives only with its version.
+  const tags = new Map<string, string>()
+  for (const index of [privateIndex, publicIndex]) {
+    if (index === undefined) continue
+    for (const [tag, member] of index.distTags) {
+      if (tags.has(tag)) continue
+      const version = memberString(index, member)
+      if (version !== undefined && survivors.get(version) !== undefined) tags.set(tag, version)
+    }
+  }
+  const latest = newestSurvivingVersion(survivors.keys())
+  if (latest !== undefined) tags.set('latest', latest)
+  const distTags = [...tags]
+  // Keep `latest` first, as registries write it.
+  distTags.sort((a, b) => (a[0] === 'latest' ? -1 : b[0] === 'latest' ? 1 : 0))
+
+  // time: created and modified (private wins), then each survivor's own entry.
+  const time: IndexedMember[] = []
+  const timeOf = (key: string): IndexedMember | undefined => {
+    for (const index of [privateIndex, publicIndex]) {
+      const member = index?.time.get(key)
+      if (index !== undefined && member !== undefined) return { index, member }
+    }
+    return undefined
+  }
+  const modifiedTime = timeOf('modified')
+  const created = timeOf('created')
+  if (modifiedTime !== undefined) time.push(modifiedTime)
+  if (created !== undefined) time.push(created)
+  for (const planned of versions) {
+    const member = planned.index.time.get(planned.version)
+    if (member !== undefined) time.push({ index: planned.index, member })
+  }
+
+  // Top level: the base document's order, then what the other adds.
+  const topLevel: TopLevelItem[] = []
+  const placed = new Set<string>()
+  for (const index of [privateIndex, publicIndex]) {
+    if (index === undefined) continue
+    for (const [key, member] of index.members) {
+      if (placed.has(key)) continue
+      placed.add(key)
+      if (SYNTHESIZED.has(key)) topLevel.push({ kind: key as 'name' | 'dist-tags' | 'versions' | 'time' })
+      else topLevel.push({ kind: 'relay', index, member })
+    }
+  }
+  for (const key of ['name', 'dist-tags', 'versions'] as const) {
+    if (!placed.has(key)) topLevel.push({ kind: key })
+  }
+  if (!placed.has('time') && time.length > 0) topLevel.push({ kind: 'time' })
+
+  let modified: IndexedMember | undefined
+  for (const index of [privateIndex, publicIndex]) {
+    const member = index?.members.get('modified')
+    if (index !== undefined && member !== undefined && modified === undefined) modified = { index, member }
+  }
+  modified ??= modifiedTime
+
+  const counts: MergeCounts = { keptPrivate, keptPublic, withheld, superseded, unservable }
+  return {
+    packageName,
+    topLevel,
+    versions,
+    distTags,
+    time,
+    modified,
+    counts,
+    selected,
+    observations,
+    advisoryAnswered: [...answered],
+    withholding: versions.length === 0 ? withholdingOf(refusals, unservable) : undefined,
+  }
+}
+
+/** The refusal the packument route answers with when nothing survived, or undefined to serve the document. */
+export function withholdingError(withholding: Withholding | undefined): ServiceError | undefined {
+  if (withholding === undefined) return undefined
+  if (withholding.code === 'ADVISORY_EXPIRED' && withholding.ageSeconds !== undefined && withholding.maxAgeSeconds !== undefined) {
+    // SPEC.md 7.1: the message states the age and the maximum.
+    return new ServiceError('ADVISORY_EXPIRED', {
+      message: `the advisory database push is ${withholding.ageSeconds} s old, past its maximum age of ${withholding.maxAgeSeconds} s`,
+      data: { ageSeconds: withholding.ageSeconds, maxAgeSeconds: withholding.maxAgeSeconds },
+    })
+  }
+  return new ServiceError(withholding.code)
+}

@@ -1,0 +1,75 @@
+/**
+ * What the scanner learns about one upstream packument: byte positions in
+ * its SourceBytes, never a tree of values. Offsets are absolute positions in
+ * the document; a "member" runs from its key's opening quote to the end of
+ * its value, so it can be copied out as `"key": value` exactly as it came.
+ */
+import type { SourceBytes } from './source-bytes.js'
+
+export interface Member {
+  readonly key: string
+  readonly keyStart: number
+  readonly valueStart: number
+  readonly valueEnd: number
+  /** The value is a string token with neither escapes nor non-ASCII bytes. */
+  readonly plain: boolean
+}
+
+/** Flags of a VersionEntry. */
+export const VERSION_HAS_INSTALL_SCRIPT = 1 // scripts.preinstall, install or postinstall is set
+export const VERSION_HAS_INSTALL_SCRIPT_MEMBER = 2 // the manifest carries `hasInstallScript` itself
+export const VERSION_HAS_BUNDLE_DEPENDENCIES = 4 // the manifest carries `bundleDependencies`
+
+/** Codes of the manifest-member pool (abbreviated rendering). */
+export const MEMBER_DROP = 0
+export const MEMBER_KEEP = 1
+/** `bundledDependencies`: kept as `bundleDependencies` when that is absent. */
+export const MEMBER_BUNDLED = 2
+
+/** Integers per member in the pool: keyStart, valueStart, valueEnd, code. */
+export const MEMBER_STRIDE = 4
+
+/** One entry of `versions`. A string slice absent from the manifest is -1. */
+export class VersionEntry {
+  keyStart = 0
+  valueStart = 0
+  valueEnd = 0
+  tarballStart = -1
+  tarballEnd = -1
+  tarballPlain = false
+  integrityStart = -1
+  integrityEnd = -1
+  integrityPlain = false
+  shasumStart = -1
+  shasumEnd = -1
+  shasumPlain = false
+  /** First member of this manifest in the pool, in members (not integers). */
+  memberFirst = 0
+  memberCount = 0
+  flags = 0
+  constructor(readonly version: string) {}
+}
+
+export interface PackumentIndex {
+  readonly source: SourceBytes
+  /** Size of the document, bytes. */
+  readonly byteLength: number
+  /** Top-level members in document order (a repeated key keeps its first place and its last value, as JSON.parse does). */
+  readonly members: ReadonlyMap<string, Member>
+  readonly versions: ReadonlyMap<string, VersionEntry>
+  readonly time: ReadonlyMap<string, Member>
+  readonly distTags: ReadonlyMap<string, Member>
+  /**
+   * Manifest members for the abbreviated form, MEMBER_STRIDE integers each;
+   * empty when the scanner was told not to record them.
+   */
+  readonly memberPool: Int32Array
+  readonly membersRecorded: boolean
+}
+
+/** Decodes a string member's value; undefined when the value is not a string. */
+export function memberString(index: PackumentIndex, member: Member | undefined): string | undefined {
+  if (member === undefined) return undefined
+  if (index.source.byteAt(member.valueStart) !== 0x22) return undefined
+  return index.source.jsonString(member.valueStart, member.valueEnd, member.plain)
+}

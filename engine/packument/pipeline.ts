@@ -1,0 +1,105 @@
+/**
+ * One packument, in process: scan → merge and gate → charge → render. The
+ * Piscina task (workers/packument-task.ts) runs the same steps in a worker;
+ * tests and the bench baseline comparison run them here.
+ */
+import type { Ecosystem } from '../advisory/database.js'
+import type { RuleKind } from '../policy/decision.js'
+import { planMerge, type Decide, type MergeCounts, type MergePlan, type SelectedVersion, type VersionObservation, type Withholding } from './merge.js'
+import { outputBasisBytes, RESPONSE_CHARGE_PER_BASIS_BYTE, type BasisDocument } from './output-basis.js'
+import type { PackumentIndex } from './packument-index.js'
+import { renderPackument } from './render.js'
+import { PackumentScanner, type StructureLimits } from './scanner.js'
+
+export interface PackumentRequest {
+  readonly packageName: string
+  readonly baseUrl: string
+  readonly abbreviated: boolean
+  readonly limits?: StructureLimits
+  readonly ecosystem?: Ecosystem
+  readonly decide: Decide
+}
+
+export interface PackumentOutcome {
+  /** The synthesized document; undefined when nothing survived and `withholding` says why. */
+  readonly body: Uint8Array | undefined
+  readonly etag: string | undefined
+  readonly counts: MergeCounts
+  readonly selected: readonly SelectedVersion[]
+  readonly observations: readonly VersionObservation[]
+  readonly advisoryAnswered: readonly RuleKind[]
+  readonly withholding: Withholding | undefined
+  /** SPEC.md 8.1 output basis of this merge, bytes. */
+  readonly basisBytes: number
+}
+
+/** Indexes one document given as chunks. */
+export function indexDocument(chunks: Iterable<Uint8Array>, abbreviated: boolean, limits?: StructureLimits): PackumentIndex {
+  const scanner = new PackumentScanner({ recordMembers: abbreviated, ...(limits === undefined ? {} : { limits }) })
+  for (const chunk of chunks) scanner.push(chunk)
+  return scanner.end()
+}
+
+function lacking(index: PackumentIndex, other: PackumentIndex | undefined): number {
+  if (other === undefined) return 0
+  let lacks = 0
+  for (const version of other.versions.keys()) if (!index.versions.has(version)) lacks++
+  return lacks
+}
+
+function measure(index: PackumentIndex | undefined, other: PackumentIndex | undefined): BasisDocument | undefined {
+  if (index === undefined) return undefined
+  return { bytes: index.byteLength, versions: index.versions.size, lacks: lacking(index, other) }
+}
+
+/** SPEC.md 8.1 output basis of merging these two documents, bytes. */
+export function basisOf(privateIndex: PackumentIndex | undefined, publicIndex: PackumentIndex | undefined): number {
+  return outputBasisBytes(measure(privateIndex, publicIndex), measure(publicIndex, privateIndex))
+}
+
+/** Bytes to charge for the response of this merge (SPEC.md 8.1, per byte of output basis). */
+export function responseChargeBytes(basisBytes: number, ecosystem: Ecosystem = 'js'): number {
+  return Math.ceil(basisBytes * RESPONSE_CHARGE_PER_BASIS_BYTE[ecosystem])
+}
+
+/** Merges, gates and renders two indexed documents (either may be absent). */
+export function mergeAndRender(request: PackumentRequest, privateIndex: PackumentIndex | undefined, publicIndex: PackumentIndex | undefined): PackumentOutcome {
+  const plan = planPackument(request, privateIndex, publicIndex)
+  return renderPlan(plan, request.abbreviated, basisOf(privateIndex, publicIndex))
+}
+
+export function planPackument(request: PackumentRequest, privateIndex: PackumentIndex | undefined, publicIndex: PackumentIndex | undefined): MergePlan {
+  return planMerge({
+    packageName: request.packageName,
+    baseUrl: request.baseUrl,
+    privateIndex,
+    publicIndex,
+    decide: request.decide,
+    ...(request.ecosystem === undefined ? {} : { ecosystem: request.ecosystem }),
+  })
+}
+
+export function renderPlan(plan: MergePlan, abbreviated: boolean, basisBytes: number): PackumentOutcome {
+  const rendered = plan.withholding === undefined ? renderPackument(plan, abbreviated) : undefined
+  return {
+    body: rendered?.body,
+    etag: rendered?.etag,
+    counts: plan.counts,
+    selected: plan.selected,
+    observations: plan.observations,
+    advisoryAnswered: plan.advisoryAnswered,
+    withholding: plan.withholding,
+    basisBytes,
+  }
+}
+
+/** The whole pipeline on documents given as chunks (no memory charge: the caller accounts for it). */
+export function runPackumentPipeline(
+  request: PackumentRequest,
+  privateChunks: Iterable<Uint8Array> | undefined,
+  publicChunks: Iterable<Uint8Array> | undefined,
+): PackumentOutcome {
+  const privateIndex = privateChunks === undefined ? undefined : indexDocument(privateChunks, request.abbreviated, request.limits)
+  const publicIndex = publicChunks === undefined ? undefined : indexDocument(publicChunks, request.abbreviated, request.limits)
+  return mergeAndRender(request, privateIndex, publicIndex)
+}

@@ -1,0 +1,673 @@
+/**
+ * A resumable byte scanner for one npm packument (DESIGN.md: stream-json is
+ * ~10x slower than JSON.parse, so the hot path indexes raw slices instead of
+ * building values). Feed it the chunks in order with `push`, then `end()`;
+ * chunk boundaries may fall anywhere, inside a key, a string, an escape, a
+ * number, a literal or a UTF-8 sequence. It checks the whole document is
+ * well-formed JSON as it goes (ServiceError UPSTREAM_DECODE otherwise) and
+ * records, as byte positions (see packument-index.ts):
+ *
+ * - every top-level member;
+ * - inside `versions`, every version's manifest, the `dist` values `tarball`,
+ *   `integrity` and `shasum`, and (for the abbreviated form) each manifest
+ *   member with whether the abbreviated form keeps it;
+ * - every member of `time` and `dist-tags`.
+ *
+ * Nothing is decoded except the keys of those objects; values are decoded
+ * lazily by whoever reads them (a rule reads a publish time, render a tag).
+ * The per-byte work is one tight loop over the chunk; strings, where most
+ * bytes are, have an inner loop of three comparisons per byte, and UTF-8 is
+ * checked natively (utf8-validator.ts).
+ */
+import { ServiceError } from '../errors.js'
+import { ABBREVIATED_MANIFEST_FIELDS, INSTALL_SCRIPTS } from './abbreviated-fields.js'
+import {
+  MEMBER_BUNDLED, MEMBER_DROP, MEMBER_KEEP, MEMBER_STRIDE,
+  VERSION_HAS_BUNDLE_DEPENDENCIES, VERSION_HAS_INSTALL_SCRIPT, VERSION_HAS_INSTALL_SCRIPT_MEMBER,
+  VersionEntry,
+  type Member, type PackumentIndex,
+} from './packument-index.js'
+import { SourceBytes } from './source-bytes.js'
+import { Utf8Validator } from './utf8-validator.js'
+
+/** SPEC.md 2.11 `limits.maxVersionCount` and `limits.maxArtifactCount`, resolved (Infinity: none). */
+export interface StructureLimits {
+  readonly maxVersionCount: number
+  readonly maxArtifactCount: number
+}
+
+export const NO_STRUCTURE_LIMITS: StructureLimits = Object.freeze({ maxVersionCount: Infinity, maxArtifactCount: Infinity })
+
+export interface ScannerOptions {
+  readonly limits?: StructureLimits
+  /** Record manifest members for the abbreviated form (default true). */
+  readonly recordMembers?: boolean
+}
+
+/** Nesting deeper than this is refused as a structural limit, not parsed. */
+export const MAX_NESTING_DEPTH = 512
+
+/** Offsets are int32 in the member pool. */
+const MAX_DOCUMENT_BYTES = 0x7fffffff
+
+// Scanner states.
+const S_VALUE = 0 // a value is expected
+const S_ARRAY_FIRST = 1 // after '[': a value or ']'
+const S_OBJECT_FIRST = 2 // after '{': a key or '}'
+const S_KEY = 3 // after ',' in an object: a key
+const S_COLON = 4
+const S_AFTER = 5 // after a value: ',' or the closer
+const S_STRING = 6
+const S_ESCAPE = 7
+const S_UNICODE = 8
+const S_NUMBER = 9
+const S_LITERAL = 10
+const S_DONE = 11
+
+// Number sub-states.
+const N_MINUS = 0
+const N_ZERO = 1
+const N_INT = 2
+const N_DOT = 3
+const N_FRACTION = 4
+const N_E = 5
+const N_E_SIGN = 6
+const N_EXPONENT = 7
+
+// Roles of a container: what its members mean to the index.
+const R_OTHER = 0
+const R_DOCUMENT = 1 // depth 0: the document itself
+const R_TOP = 2
+const R_VERSIONS = 3
+const R_MANIFEST = 4
+const R_DIST = 5
+const R_TIME = 6
+const R_TAGS = 7
+const R_SCRIPTS = 8
+
+const T_OBJECT = 1
+const T_ARRAY = 2
+
+// String flags.
+const F_ESCAPE = 1
+const F_HIGH = 2
+
+const LITERALS = [
+  new Uint8Array([0x74, 0x72, 0x75, 0x65]), // true
+  new Uint8Array([0x66, 0x61, 0x6c, 0x73, 0x65]), // false
+  new Uint8Array([0x6e, 0x75, 0x6c, 0x6c]), // null
+] as const
+
+/** Byte classes of hex digits, for \uXXXX. */
+const HEX = new Uint8Array(256)
+for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1
+
+function decodeError(offset: number, reason: string): ServiceError {
+  return new ServiceError('UPSTREAM_DECODE', { data: { offset, reason } })
+}
+
+export class PackumentScanner {
+  readonly #limits: StructureLimits
+  readonly #recordMembers: boolean
+  readonly #source = new SourceBytes()
+  readonly #utf8 = new Utf8Validator()
+
+  #state = S_VALUE
+  #depth = 0
+  readonly #types = new Uint8Array(MAX_NESTING_DEPTH + 1)
+  readonly #roles = new Uint8Array(MAX_NESTING_DEPTH + 1)
+  // Per depth, for tracked containers: the member being read.
+  readonly #keyStart = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0)
+  readonly #valueStart = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0)
+  readonly #keys = new Array<string>(MAX_NESTING_DEPTH + 1).fill('')
+  readonly #keyCache = new Map<number, string>()
+
+  #inKey = false
+  #stringStart = 0
+  #stringFlags = 0
+  #unicodeCount = 0
+  #numberState = N_MINUS
+  #literal: Uint8Array = LITERALS[0]
+  #literalPos = 0
+  #ended = false
+  #failed: ServiceError | undefined
+
+  readonly #members = new Map<string, Member>()
+  #versions = new Map<string, VersionEntry>()
+  #time = new Map<string, Member>()
+  #distTags = new Map<string, Member>()
+  #version: VersionEntry | undefined
+  #versionCount = 0
+  #artifactCount = 0
+  #pool = new Int32Array(1024)
+  #poolLength = 0
+
+  constructor(options: ScannerOptions = {}) {
+    this.#limits = options.limits ?? NO_STRUCTURE_LIMITS
+    this.#recordMembers = options.recordMembers ?? true
+    this.#roles[0] = R_DOCUMENT
+  }
+
+  /** Bytes pushed so far. */
+  get byteLength(): number { return this.#source.byteLength }
+
+  /** Scans the next chunk. The scanner keeps it by reference: do not reuse it. */
+  push(chunk: Uint8Array): void {
+    if (this.#failed !== undefined) throw this.#failed
+    if (this.#ended) throw new ServiceError('INTERNAL', { message: 'push after end' })
+    if (chunk.byteLength === 0) return
+    const base = this.#source.byteLength
+    if (base + chunk.byteLength > MAX_DOCUMENT_BYTES) {
+      throw this.#fail(new ServiceError('STRUCTURE_LIMIT', { data: { limit: 'documentBytes', value: base + chunk.byteLength } }))
+    }
+    this.#source.append(chunk)
+    try {
+      if (!this.#utf8.push(chunk)) throw decodeError(base, 'not UTF-8')
+      this.#scan(chunk, base)
+    } catch (error) {
+      throw this.#fail(error)
+    }
+  }
+
+  /** Ends the document and returns its index. */
+  end(): PackumentIndex {
+    if (this.#failed !== undefined) throw this.#failed
+    this.#ended = true
+    if (this.#state !== S_DONE) throw this.#fail(decodeError(this.#source.byteLength, 'truncated document'))
+    if (!this.#utf8.end()) throw this.#fail(decodeError(this.#source.byteLength, 'not UTF-8'))
+    return {
+      source: this.#source,
+      byteLength: this.#source.byteLength,
+      members: this.#members,
+      versions: this.#versions,
+      time: this.#time,
+      distTags: this.#distTags,
+      memberPool: this.#pool.subarray(0, this.#poolLength),
+      membersRecorded: this.#recordMembers,
+    }
+  }
+
+  #fail(error: unknown): unknown {
+    this.#failed = error instanceof ServiceError ? error : new ServiceError('UPSTREAM_DECODE', { cause: error })
+    return this.#failed
+  }
+
+  #scan(buf: Uint8Array, base: number): void {
+    const n = buf.length
+    const roles = this.#roles
+    const types = this.#types
+    // Hot state lives in locals; it is written back before any call that reads it.
+    let state = this.#state
+    let depth = this.#depth
+    let role = roles[depth]!
+    let flags = this.#stringFlags
+    let inKey = this.#inKey
+    let stringStart = this.#stringStart
+    let i = 0
+    let c = 0
+    while (i < n) {
+      switch (state) {
+        case S_STRING: {
+          // The hot loop: most of a packument's bytes are inside strings.
+          while (i < n) {
+            c = buf[i]!
+            if (c === 0x22 || c === 0x5c || c < 0x20 || c > 0x7e) break
+            i++
+          }
+          if (i >= n) break
+          if (c === 0x22) {
+            i++
+            if (inKey) {
+              if (role !== R_OTHER) this.#onKey(depth, stringStart, base + i, flags, buf, base)
+              state = S_COLON
+              // The colon nearly always follows at once.
+              while (i < n) {
+                c = buf[i]!
+                if (c === 0x3a) { i++; state = S_VALUE; break }
+                if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) { i++; continue }
+                throw decodeError(base + i, 'expected :')
+              }
+            } else {
+              if (role !== R_OTHER) this.#onValueEnd(depth, base + i, flags)
+              state = S_AFTER
+            }
+          } else if (c === 0x5c) {
+            flags |= F_ESCAPE
+            state = S_ESCAPE
+            i++
+          } else if (c < 0x20) {
+            throw decodeError(base + i, 'control character in a string')
+          } else {
+            flags |= F_HIGH
+            i++
+          }
+          break
+        }
+        case S_AFTER: {
+          c = buf[i]!
+          if (c === 0x2c) {
+            i++
+            if (types[depth] === T_ARRAY) {
+              state = S_VALUE
+              break
+            }
+            // A key nearly always follows at once.
+            while (i < n) {
+              c = buf[i]!
+              if (c === 0x22) {
+                inKey = true
+                flags = 0
+                stringStart = base + i
+                state = S_STRING
+                i++
+                break
+              }
+              if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) { i++; continue }
+              throw decodeError(base + i, 'expected a key')
+            }
+            if (state !== S_STRING) state = S_KEY
+          } else if (c === 0x7d || c === 0x5d) {
+            if (types[depth] !== (c === 0x7d ? T_OBJECT : T_ARRAY)) throw decodeError(base + i, 'mismatched closer')
+            i++
+            depth--
+            role = roles[depth]!
+            if (depth === 0) {
+              state = S_DONE
+            } else {
+              if (role !== R_OTHER) this.#onValueEnd(depth, base + i, flags)
+              state = S_AFTER
+            }
+          } else if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+            i++
+          } else {
+            throw decodeError(base + i, 'expected , or a closer')
+          }
+          break
+        }
+        case S_KEY:
+        case S_OBJECT_FIRST: {
+          c = buf[i]!
+          if (c === 0x22) {
+            inKey = true
+            flags = 0
+            stringStart = base + i
+            state = S_STRING
+            i++
+          } else if (c === 0x7d && state === S_OBJECT_FIRST) {
+            i++
+            depth--
+            role = roles[depth]!
+            if (depth === 0) {
+              state = S_DONE
+            } else {
+              if (role !== R_OTHER) this.#onValueEnd(depth, base + i, flags)
+              state = S_AFTER
+            }
+          } else if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+            i++
+          } else {
+            throw decodeError(base + i, 'expected a key')
+          }
+          break
+        }
+        case S_COLON: {
+          c = buf[i]!
+          if (c === 0x3a) {
+            state = S_VALUE
+            i++
+          } else if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+            i++
+          } else {
+            throw decodeError(base + i, 'expected :')
+          }
+          break
+        }
+        case S_ARRAY_FIRST:
+        case S_VALUE: {
+          c = buf[i]!
+          if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+            i++
+            break
+          }
+          if (c === 0x5d && state === S_ARRAY_FIRST) {
+            i++
+            depth--
+            role = roles[depth]!
+            if (depth === 0) {
+              state = S_DONE
+            } else {
+              if (role !== R_OTHER) this.#onValueEnd(depth, base + i, flags)
+              state = S_AFTER
+            }
+            break
+          }
+          if (role !== R_OTHER) this.#valueStart[depth] = base + i
+          if (c === 0x22) {
+            if (role !== R_OTHER && role <= R_VERSIONS) this.#onScalarStart(depth, base + i)
+            inKey = false
+            flags = 0
+            stringStart = base + i
+            state = S_STRING
+            i++
+          } else if (c === 0x7b || c === 0x5b) {
+            const isObject = c === 0x7b
+            const child = role === R_OTHER ? R_OTHER : this.#childRole(depth, isObject, base + i)
+            if (depth === MAX_NESTING_DEPTH) {
+              throw new ServiceError('STRUCTURE_LIMIT', { data: { limit: 'nestingDepth', value: depth + 1 } })
+            }
+            depth++
+            types[depth] = isObject ? T_OBJECT : T_ARRAY
+            roles[depth] = child
+            role = child
+            state = isObject ? S_OBJECT_FIRST : S_ARRAY_FIRST
+            i++
+          } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+            if (role !== R_OTHER && role <= R_VERSIONS) this.#onScalarStart(depth, base + i)
+            this.#numberState = c === 0x2d ? N_MINUS : c === 0x30 ? N_ZERO : N_INT
+            state = S_NUMBER
+            i++
+          } else if (c === 0x74 || c === 0x66 || c === 0x6e) {
+            if (role !== R_OTHER && role <= R_VERSIONS) this.#onScalarStart(depth, base + i)
+            this.#literal = LITERALS[c === 0x74 ? 0 : c === 0x66 ? 1 : 2]
+            this.#literalPos = 1
+            state = S_LITERAL
+            i++
+          } else {
+            throw decodeError(base + i, 'expected a value')
+          }
+          break
+        }
+        case S_ESCAPE: {
+          c = buf[i]!
+          if (c === 0x75) {
+            this.#unicodeCount = 0
+            state = S_UNICODE
+          } else if (c === 0x22 || c === 0x5c || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74) {
+            state = S_STRING
+          } else {
+            throw decodeError(base + i, 'invalid escape')
+          }
+          i++
+          break
+        }
+        case S_UNICODE: {
+          c = buf[i]!
+          if (HEX[c] !== 1) throw decodeError(base + i, 'invalid \\u escape')
+          i++
+          if (++this.#unicodeCount === 4) state = S_STRING
+          break
+        }
+        case S_NUMBER: {
+          const end = this.#number(buf, i, base)
+          i = end < 0 ? n : end
+          if (end >= 0) {
+            state = S_AFTER
+            if (role !== R_OTHER) this.#onValueEnd(depth, base + i, flags)
+          }
+          break
+        }
+        case S_LITERAL: {
+          const literal = this.#literal
+          c = buf[i]!
+          if (c !== literal[this.#literalPos]) throw decodeError(base + i, 'invalid literal')
+          i++
+          if (++this.#literalPos === literal.length) {
+            state = S_AFTER
+            if (role !== R_OTHER) this.#onValueEnd(depth, base + i, flags)
+          }
+          break
+        }
+        case S_DONE: {
+          c = buf[i]!
+          if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++
+          else throw decodeError(base + i, 'data after the document')
+          break
+        }
+        default:
+          throw new ServiceError('INTERNAL', { message: `scanner state ${state}` })
+      }
+    }
+    this.#state = state
+    this.#depth = depth
+    this.#stringFlags = flags
+    this.#inKey = inKey
+    this.#stringStart = stringStart
+  }
+
+  /**
+   * Consumes number bytes from `i`. Returns the offset of the first byte that
+   * is not part of the number (the number ended there), or -1 when the chunk
+   * ended inside it.
+   */
+  #number(buf: Uint8Array, i: number, base: number): number {
+    const n = buf.length
+    let ns = this.#numberState
+    while (i < n) {
+      const c = buf[i]!
+      const digit = c >= 0x30 && c <= 0x39
+      switch (ns) {
+        case N_INT:
+        case N_FRACTION:
+        case N_EXPONENT:
+          if (digit) break
+          if (ns === N_INT && c === 0x2e) { ns = N_DOT; break }
+          if (ns !== N_EXPONENT && (c === 0x65 || c === 0x45)) { ns = N_E; break }
+          return i
+        case N_ZERO:
+          if (c === 0x2e) { ns = N_DOT; break }
+          if (c === 0x65 || c === 0x45) { ns = N_E; break }
+          if (digit) throw decodeError(base + i, 'leading zero')
+          return i
+        case N_MINUS:
+          if (!digit) throw decodeError(base + i, 'invalid number')
+          ns = c === 0x30 ? N_ZERO : N_INT
+          break
+        case N_DOT:
+          if (!digit) throw decodeError(base + i, 'invalid number')
+          ns = N_FRACTION
+          break
+        case N_E:
+          if (c === 0x2b || c === 0x2d) { ns = N_E_SIGN; break }
+          if (!digit) throw decodeError(base + i, 'invalid number')
+          ns = N_EXPONENT
+          break
+        default: // N_E_SIGN
+          if (!digit) throw decodeError(base + i, 'invalid number')
+          ns = N_EXPONENT
+      }
+      i++
+    }
+    this.#numberState = ns
+    return -1
+  }
+
+  /**
+   * A key of a tracked container ended at `end`. Keys of manifests and `dist`
+   * repeat thousands of times, so plain keys that lie in the current chunk
+   * are interned by a hash of their bytes instead of decoded each time.
+   */
+  #onKey(depth: number, start: number, end: number, flags: number, buf: Uint8Array, base: number): void {
+    this.#keyStart[depth] = start
+    if (flags !== 0) {
+      this.#keys[depth] = this.#source.jsonString(start, end, false)
+      return
+    }
+    const from = start + 1 - base
+    const to = end - 1 - base
+    if (from < 0 || to - from > 32) {
+      this.#keys[depth] = this.#source.ascii(start + 1, end - 1)
+      return
+    }
+    let hash = to - from
+    for (let p = from; p < to; p++) hash = Math.imul(hash ^ buf[p]!, 0x01000193)
+    const cached = this.#keyCache.get(hash)
+    if (cached !== undefined && cached.length === to - from) {
+      let same = true
+      for (let p = from, q = 0; p < to; p++, q++) {
+        if (cached.charCodeAt(q) !== buf[p]) { same = false; break }
+      }
+      if (same) {
+        this.#keys[depth] = cached
+        return
+      }
+    }
+    const key = this.#source.ascii(start + 1, end - 1)
+    if (this.#roles[depth] !== R_VERSIONS && this.#roles[depth] !== R_TIME && this.#keyCache.size < 4096) this.#keyCache.set(hash, key)
+    this.#keys[depth] = key
+  }
+
+  /** Role of an object or array opening as the value of the current member. */
+  #childRole(depth: number, isObject: boolean, at: number): number {
+    const role = this.#roles[depth]!
+    if (role === R_DOCUMENT) {
+      if (!isObject) throw decodeError(at, 'the document is not an object')
+      return R_TOP
+    }
+    const key = this.#keys[depth]!
+    switch (role) {
+      case R_TOP:
+        if (key === 'versions') {
+          if (!isObject) throw decodeError(at, 'versions is not an object')
+          this.#versions = new Map()
+          this.#versionCount = 0
+          this.#artifactCount = 0
+          return R_VERSIONS
+        }
+        if (key === 'time' && isObject) { this.#time = new Map(); return R_TIME }
+        if (key === 'dist-tags' && isObject) { this.#distTags = new Map(); return R_TAGS }
+        return R_OTHER
+      case R_VERSIONS: {
+        if (!isObject) throw decodeError(at, 'a version manifest is not an object')
+        const entry = new VersionEntry(key)
+        entry.keyStart = this.#keyStart[depth]!
+        entry.valueStart = at
+        entry.memberFirst = this.#poolLength / MEMBER_STRIDE
+        this.#version = entry
+        return R_MANIFEST
+      }
+      case R_MANIFEST:
+        if (isObject && key === 'dist') return R_DIST
+        if (isObject && key === 'scripts') return R_SCRIPTS
+        return R_OTHER
+      default:
+        return R_OTHER
+    }
+  }
+
+  /** A scalar starts as the value of a member of a tracked container. */
+  #onScalarStart(depth: number, at: number): void {
+    const role = this.#roles[depth]
+    if (role === R_DOCUMENT) throw decodeError(at, 'the document is not an object')
+    if (role === R_VERSIONS) throw decodeError(at, 'a version manifest is not an object')
+    if (role === R_TOP && this.#keys[depth] === 'versions') throw decodeError(at, 'versions is not an object')
+  }
+
+  /** The value of the current member of a tracked container ended at `end`. */
+  #onValueEnd(depth: number, end: number, flags: number): void {
+    const role = this.#roles[depth]
+    const key = this.#keys[depth]!
+    const valueStart = this.#valueStart[depth]!
+    switch (role) {
+      case R_TOP:
+        this.#members.set(key, this.#member(depth, key, valueStart, end, flags))
+        return
+      case R_TIME:
+        this.#time.set(key, this.#member(depth, key, valueStart, end, flags))
+        return
+      case R_TAGS:
+        this.#distTags.set(key, this.#member(depth, key, valueStart, end, flags))
+        return
+      case R_VERSIONS: {
+        const entry = this.#version!
+        entry.valueEnd = end
+        entry.memberCount = this.#poolLength / MEMBER_STRIDE - entry.memberFirst
+        this.#versions.set(key, entry)
+        if (++this.#versionCount > this.#limits.maxVersionCount) {
+          throw new ServiceError('STRUCTURE_LIMIT', { data: { limit: 'maxVersionCount', value: this.#versionCount } })
+        }
+        return
+      }
+      case R_MANIFEST: {
+        // Only the abbreviated form reads manifest members.
+        if (!this.#recordMembers) return
+        const entry = this.#version!
+        let code = MEMBER_DROP
+        if (ABBREVIATED_MANIFEST_FIELDS.has(key)) {
+          code = MEMBER_KEEP
+          if (key === 'hasInstallScript') entry.flags |= VERSION_HAS_INSTALL_SCRIPT_MEMBER
+          else if (key === 'bundleDependencies') entry.flags |= VERSION_HAS_BUNDLE_DEPENDENCIES
+        } else if (key === 'bundledDependencies') {
+          code = MEMBER_BUNDLED
+        }
+        this.#poolPush(this.#keyStart[depth]!, valueStart, end, code)
+        return
+      }
+      case R_DIST: {
+        const isString = this.#source.byteAt(valueStart) === 0x22
+        const plain = isString && flags === 0
+        const entry = this.#version!
+        if (key === 'tarball') {
+          if (!isString) { entry.tarballStart = -1; entry.tarballEnd = -1; return }
+          if (entry.tarballStart < 0 && ++this.#artifactCount > this.#limits.maxArtifactCount) {
+            throw new ServiceError('STRUCTURE_LIMIT', { data: { limit: 'maxArtifactCount', value: this.#artifactCount } })
+          }
+          entry.tarballStart = valueStart
+          entry.tarballEnd = end
+          entry.tarballPlain = plain
+        } else if (key === 'integrity') {
+          entry.integrityStart = isString ? valueStart : -1
+          entry.integrityEnd = isString ? end : -1
+          entry.integrityPlain = plain
+        } else if (key === 'shasum') {
+          entry.shasumStart = isString ? valueStart : -1
+          entry.shasumEnd = isString ? end : -1
+          entry.shasumPlain = plain
+        }
+        return
+      }
+      case R_SCRIPTS: {
+        if (!INSTALL_SCRIPTS.has(key)) return
+        // npm's minifier tests truthiness: a non-empty string, or any object, array or true.
+        const first = this.#source.byteAt(valueStart)
+        const truthy = first === 0x22 ? end - valueStart > 2 : first === 0x7b || first === 0x5b || first === 0x74 ||
+          ((first === 0x2d || (first >= 0x31 && first <= 0x39)) && Number(this.#source.ascii(valueStart, end)) !== 0)
+        if (truthy) this.#version!.flags |= VERSION_HAS_INSTALL_SCRIPT
+        return
+      }
+      default:
+        return
+    }
+  }
+
+  #member(depth: number, key: string, valueStart: number, valueEnd: number, flags: number): Member {
+    return {
+      key,
+      keyStart: this.#keyStart[depth]!,
+      valueStart,
+      valueEnd,
+      plain: flags === 0 && this.#source.byteAt(valueStart) === 0x22,
+    }
+  }
+
+  #poolPush(keyStart: number, valueStart: number, valueEnd: number, code: number): void {
+    if (this.#poolLength + MEMBER_STRIDE > this.#pool.length) {
+      const grown = new Int32Array(this.#pool.length * 2)
+      grown.set(this.#pool)
+      this.#pool = grown
+    }
+    const pool = this.#pool
+    const at = this.#poolLength
+    pool[at] = keyStart
+    pool[at + 1] = valueStart
+    pool[at + 2] = valueEnd
+    pool[at + 3] = code
+    this.#poolLength = at + MEMBER_STRIDE
+  }
+}
+
+/** Scans a whole document given as chunks. */
+export function scanPackument(chunks: Iterable<Uint8Array>, options?: ScannerOptions): PackumentIndex {
+  const scanner = new PackumentScanner(options)
+  for (const chunk of chunks) scanner.push(chunk)
+  return scanner.end()
+}
