@@ -1,0 +1,50 @@
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { loadRows, loadWarnings, type MeasuredServer } from '../../bench/lib/load-rows.js'
+import { peakRssBytes, processTree, treePeakRssBytes } from '../../bench/lib/peak-rss.js'
+import { formatScenario } from '../../bench/lib/report.js'
+import { ChildPeer } from '../peers/child-peer.js'
+
+const measured = (rps: number, mbps: number, p99: number, rss: number | undefined): MeasuredServer => ({
+  load: { tool: 'wrk', requests: rps * 8, requestsPerSecond: rps, bytesPerSecond: mbps * 1e6, p99Ms: p99, non2xx: 0, errors: 0 },
+  peakRssBytes: rss,
+})
+
+t.test('a table shows each baseline, its ratio, and why a baseline is unavailable', async (t) => {
+  const rows = loadRows('GET', measured(900, 90, 10, 64 * 1024 * 1024), {
+    nginx: measured(1000, 100, 5, 16 * 1024 * 1024),
+    verdaccio: 'verdaccio did not start',
+  })
+  t.same(rows.map((r) => r.metric), ['GET req/s', 'GET throughput', 'GET p99 latency', 'peak RSS'])
+  t.same(rows[0]?.baselines.nginx, { unit: 'req/s', better: 'higher', value: 1000 })
+  const text = formatScenario('demo', { title: 'a demo', rows, peakRssBytes: 64 * 1024 * 1024, notes: ['a note'] })
+  t.match(text, /^== demo: a demo/)
+  t.match(text, /GET req\/s \(higher is better\)\s+\| 900 req\/s\s+\| 1000 req\/s \| 0\.90x \(worse\)\s+\| unavailable \| -/)
+  t.match(text, /GET p99 latency \(lower is better\)\s+\| 10\.0 ms\s+\| 5\.00 ms\s+\| 2\.00x \(worse\)/)
+  t.match(text, /peak RSS of the project's process: 64\.0 MiB/)
+  t.match(text, /baseline verdaccio unavailable: verdaccio did not start/)
+  t.match(text, /note: a note/)
+})
+
+t.test('no peak RSS row when the project has no figure', async (t) => {
+  const rows = loadRows('GET', measured(1, 1, 1, undefined), { nginx: measured(1, 1, 1, 1) })
+  t.notOk(rows.some((r) => r.metric === 'peak RSS'))
+})
+
+t.test('load warnings name failed answers', async (t) => {
+  t.same(loadWarnings('x', { tool: 'autocannon', requests: 10, requestsPerSecond: 1, bytesPerSecond: 1, p99Ms: 1, non2xx: 2, errors: 1 }), [
+    'x: 2 of 10 answers were not 2xx', 'x: 1 socket errors or timeouts',
+  ])
+})
+
+t.test('peak RSS is read from /proc for a process and its children', async (t) => {
+  const own = await peakRssBytes(process.pid)
+  t.ok(own !== undefined && own > 1024 * 1024, 'this process has a peak')
+  t.equal(await peakRssBytes(2 ** 22 + 12345), undefined, 'no such process')
+  const child = new ChildPeer('sleeper', spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }))
+  t.teardown(() => child.stop())
+  const tree = await processTree(process.pid)
+  t.ok(tree.includes(child.pid), 'the child is in the tree')
+  const total = await treePeakRssBytes(process.pid)
+  t.ok(total !== undefined && total > own!, 'the tree sums its members')
+})
