@@ -1,0 +1,168 @@
+/**
+ * The metadata cache of the local backend (SPEC.md 6.3):
+ *
+ * - `full`: full upstream documents are never retained locally; reads only
+ *   collapse, so its entries and bytes stay zero and it reports misses and
+ *   collapsed work.
+ * - `version`: the selected-version store, package + artifact filename to
+ *   the selected version record (the public artifact decision path).
+ * - `assembled`: the assembled-response store, package + response form +
+ *   generation to the rendered bytes and their ETag.
+ *
+ * `version` and `assembled` share one byte bound and one entry bound
+ * (`cache.maxBytes`) with no reserved shares (retention-store.ts).
+ */
+import type { Clock } from '../clock.js'
+import { CacheBudget } from './cache-budget.js'
+import { StoreCounters, type StoreSnapshot } from './cache-counters.js'
+import { RequestCollapser, type Load } from './collapse.js'
+import { RetentionStore, type RetainResult } from './retention-store.js'
+
+/** Our choice (SPEC.md gives none): how long a selected version or an assembled response is reused. */
+export const DEFAULT_SELECTED_VERSION_TTL_MS = 5 * 60 * 1000
+export const DEFAULT_ASSEMBLED_TTL_MS = 5 * 60 * 1000
+
+/** A rendered listing ready to serve again, with the ETag it answers conditional requests with. */
+export interface AssembledResponse {
+  readonly body: Uint8Array
+  readonly etag: string
+}
+
+// NUL never appears in a package name, file name, form or generation, so joined keys cannot collide.
+const SEPARATOR = '\u0000'
+
+export function selectedVersionKey(ecosystem: string, packageName: string, filename: string): string {
+  return [ecosystem, packageName, filename].join(SEPARATOR)
+}
+
+export function assembledKey(ecosystem: string, packageName: string, form: string, generation: number | string): string {
+  return [ecosystem, packageName, form, String(generation)].join(SEPARATOR)
+}
+
+export function fullDocumentKey(ecosystem: string, packageName: string, form: string): string {
+  return [ecosystem, packageName, form].join(SEPARATOR)
+}
+
+export function assembledSize(value: AssembledResponse): number {
+  return value.body.byteLength + value.etag.length
+}
+
+/** A retaining store: a hit serves the retained value; otherwise one leader loads and retains. */
+export class CachedStore<V> {
+  #store: RetentionStore<V>
+  #collapser: RequestCollapser<V>
+  #counters: StoreCounters
+
+  constructor(store: RetentionStore<V>, counters: StoreCounters) {
+    this.#store = store
+    this.#counters = counters
+    this.#collapser = new RequestCollapser<V>({
+      counts: { miss: () => { counters.miss++ }, collapsed: () => { counters.collapsed++ } },
+      onValue: (key, value) => { store.set(key, value) },
+    })
+  }
+
+  /** The retained value (counted as a hit), or undefined (counted as nothing: the caller's load counts). */
+  peek(key: string): V | undefined {
+    const value = this.#store.get(key)
+    if (value !== undefined) this.#counters.hit++
+    return value
+  }
+
+  /** Serves a retained value, or leads or joins the load of `key`; a leader's value is retained if it fits. */
+  async load(key: string, load: Load<V>, signal?: AbortSignal): Promise<V> {
+    const hit = this.peek(key)
+    if (hit !== undefined) return hit
+    return this.#collapser.run(key, load, signal)
+  }
+
+  /** Retains a value produced outside `load`. */
+  set(key: string, value: V): RetainResult { return this.#store.set(key, value) }
+
+  delete(key: string): boolean { return this.#store.delete(key) }
+
+  snapshot(): StoreSnapshot { return this.#counters.snapshot(this.#store.residentBytes, this.#store.entries) }
+}
+
+/** The full-document store of the local backend: collapses, never retains. */
+export class CollapsingStore {
+  #collapser: RequestCollapser<unknown>
+  #counters = new StoreCounters()
+
+  constructor() {
+    const counters = this.#counters
+    this.#collapser = new RequestCollapser<unknown>({
+      counts: { miss: () => { counters.miss++ }, collapsed: () => { counters.collapsed++ } },
+    })
+  }
+
+  /** Callers sharing a key must load the same type under it. */
+  load<T>(key: string, load: Load<T>, signal?: AbortSignal): Promise<T> {
+    return this.#collapser.run(key, load, signal) as Promise<T>
+  }
+
+  snapshot(): StoreSnapshot { return this.#counters.snapshot(0, 0) }
+}
+
+export interface MetadataCacheOptions<S> {
+  /** `cache.maxBytes`: the shared byte bound. */
+  readonly maxBytes: number
+  /** The shared entry bound. */
+  readonly maxEntries: number
+  readonly clock: Clock
+  /** Accounted bytes of a selected version record. */
+  readonly selectedVersionSize: (value: S) => number
+  readonly selectedVersionTtlMs?: number
+  readonly assembledTtlMs?: number
+}
+
+export interface MetadataCacheSnapshot {
+  readonly full: StoreSnapshot
+  readonly version: StoreSnapshot
+  readonly assembled: StoreSnapshot
+  readonly maxBytes: number
+  readonly maxEntries: number
+  readonly residentBytes: number
+  readonly entries: number
+}
+
+export class MetadataCache<S> {
+  readonly full: CollapsingStore
+  readonly version: CachedStore<S>
+  readonly assembled: CachedStore<AssembledResponse>
+  #budget: CacheBudget
+
+  constructor(options: MetadataCacheOptions<S>) {
+    const budget = new CacheBudget(options.maxBytes, options.maxEntries)
+    this.#budget = budget
+    this.full = new CollapsingStore()
+    const versionCounters = new StoreCounters()
+    this.version = new CachedStore(new RetentionStore<S>({
+      budget,
+      clock: options.clock,
+      ttlMs: options.selectedVersionTtlMs ?? DEFAULT_SELECTED_VERSION_TTL_MS,
+      sizeOf: options.selectedVersionSize,
+      counters: versionCounters,
+    }), versionCounters)
+    const assembledCounters = new StoreCounters()
+    this.assembled = new CachedStore(new RetentionStore<AssembledResponse>({
+      budget,
+      clock: options.clock,
+      ttlMs: options.assembledTtlMs ?? DEFAULT_ASSEMBLED_TTL_MS,
+      sizeOf: assembledSize,
+      counters: assembledCounters,
+    }), assembledCounters)
+  }
+
+  snapshot(): MetadataCacheSnapshot {
+    return Object.freeze({
+      full: this.full.snapshot(),
+      version: this.version.snapshot(),
+      assembled: this.assembled.snapshot(),
+      maxBytes: this.#budget.maxBytes,
+      maxEntries: this.#budget.maxEntries,
+      residentBytes: this.#budget.residentBytes,
+      entries: this.#budget.entries,
+    })
+  }
+}
