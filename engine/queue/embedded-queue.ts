@@ -137,6 +137,7 @@ export class EmbeddedQueue implements Queue {
     const waitMs = (options.waitSeconds ?? 0) * 1000
     const startedAt = performance.now()
     for (;;) {
+      if (this.#closed) return [] // closed during a long poll
       const messages = await this.#take(options.max, options.visibilitySeconds)
       if (messages.length > 0) return messages
       const left = waitMs - (performance.now() - startedAt)

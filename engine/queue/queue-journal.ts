@@ -127,9 +127,9 @@ export class QueueJournal {
 
   /** Resolves once the records are durable on disk. */
   append(records: readonly JournalRecord[]): Promise<void> {
+    if (records.length === 0) return Promise.resolve()
     if (this.#failure !== undefined) return Promise.reject(this.#failure)
     if (this.#closed) return Promise.reject(unavailable('the queue is closed'))
-    if (records.length === 0) return Promise.resolve()
     const batch = this.#pending ??= newBatch()
     for (const record of records) batch.text += JSON.stringify(record) + '\n'
     batch.records += records.length
