@@ -1,0 +1,206 @@
+import t from 'tap'
+import { isDeepStrictEqual } from 'node:util'
+import { withholdingError } from '../../engine/packument/merge.js'
+import { runPackumentPipeline, type PackumentOutcome, type PackumentRequest } from '../../engine/packument/pipeline.js'
+import { referenceMerge } from '../../engine/packument/reference.js'
+import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import { admitAll, admitWhen, chunked, decision, expectCode, packument, readPackument, REAL_PACKUMENTS, utf8 } from './helpers.js'
+
+const BASE = 'http://proxy.test:4873'
+
+function run(
+  request: Partial<PackumentRequest> & { packageName: string },
+  privateDoc: unknown,
+  publicDoc: unknown,
+): PackumentOutcome {
+  const toChunks = (doc: unknown): Uint8Array[] | undefined =>
+    doc === undefined ? undefined : chunked(utf8(typeof doc === 'string' ? doc : JSON.stringify(doc)), 61)
+  return runPackumentPipeline(
+    { baseUrl: BASE, abbreviated: false, decide: admitAll, ...request },
+    toChunks(privateDoc),
+    toChunks(publicDoc),
+  )
+}
+
+function body(outcome: PackumentOutcome): any {
+  if (outcome.body === undefined) throw new Error('no body')
+  return JSON.parse(Buffer.from(outcome.body).toString('utf8'))
+}
+
+t.test('private versions are trusted and win every collision', async (t) => {
+  const priv = packument('p', ['1.0.0', '1.1.0'], { readme: 'private readme', _rev: 'private-rev' })
+  ;(priv['versions'] as any)['1.1.0'].description = 'the private 1.1.0'
+  const pub = packument('p', ['1.0.0', '1.1.0', '1.2.0', '2.0.0'], { readme: 'public readme', homepage: 'https://public.test' })
+  const seen: string[] = []
+  const outcome = run({ packageName: 'p', decide: (f) => { seen.push(f.version); return f.version === '2.0.0' ? decision('deny') : decision('admit') } }, priv, pub)
+  const doc = body(outcome)
+  t.same(seen, ['1.2.0', '2.0.0'], 'only public versions the private side lacks are gated')
+  t.same(Object.keys(doc.versions), ['1.0.0', '1.1.0', '1.2.0'])
+  t.equal(doc.versions['1.1.0'].description, 'the private 1.1.0', 'private manifest wins')
+  t.equal(doc.readme, 'private readme', 'private top-level field wins')
+  t.equal(doc._rev, 'private-rev')
+  t.equal(doc.homepage, 'https://public.test', 'public-only field relayed')
+  t.same(outcome.counts, { keptPrivate: 2, keptPublic: 1, withheld: 1, superseded: 2, unservable: 0 })
+  t.same(outcome.selected.map((s) => s.version), ['1.2.0'], 'selected records are the kept public versions')
+  t.equal(outcome.withholding, undefined)
+})
+
+t.test('tarballs are rewritten; integrity and shasum are kept byte for byte', async (t) => {
+  const pub = packument('@scope/pkg', ['1.0.0'])
+  const text = JSON.stringify(pub)
+    .replace('"integrity":"', '"integrity" : "sha1-\\u0041\\/')
+    .replace('"tarball":"https://upstream.test/@scope/pkg/-/pkg-1.0.0.tgz"', '"tarball":"https:\\/\\/upstream.test\\/@scope\\/pkg\\/-\\/pkg-1.0.0.tgz?token=x"')
+  const outcome = run({ packageName: '@scope/pkg' }, undefined, text)
+  const doc = body(outcome)
+  t.equal(doc.versions['1.0.0'].dist.tarball, `${BASE}/js/@scope%2fpkg/-/pkg-1.0.0.tgz`, 'scoped URL form, last path segment, no query')
+  const raw = Buffer.from(outcome.body!).toString('utf8')
+  t.ok(raw.includes('"integrity" : "sha1-\\u0041\\/'), 'the integrity bytes are untouched, escapes and spacing included')
+  t.ok(raw.includes('"shasum":"0123456789abcdef0123456789abcdef01234567"'))
+  t.same(outcome.selected, [{
+    version: '1.0.0',
+    filename: 'pkg-1.0.0.tgz',
+    tarball: 'https://upstream.test/@scope/pkg/-/pkg-1.0.0.tgz?token=x',
+    integrity: doc.versions['1.0.0'].dist.integrity,
+    shasum: '0123456789abcdef0123456789abcdef01234567',
+  }], 'the selected record keeps the authoritative URL')
+  const trailing = run({ packageName: 'p', baseUrl: 'http://proxy.test/' }, undefined, packument('p', ['1.0.0']))
+  t.equal(body(trailing).versions['1.0.0'].dist.tarball, 'http://proxy.test/js/p/-/p-1.0.0.tgz', 'a trailing slash of the base is not doubled')
+})
+
+t.test('latest is repointed to the newest surviving release', async (t) => {
+  const pub = packument('p', ['1.0.0', '1.1.0', '2.0.0-beta.1', '1.2.0', '2.0.0'])
+  ;(pub['dist-tags'] as any).next = '2.0.0-beta.1'
+  ;(pub['dist-tags'] as any).old = '1.0.0'
+  const withheld = run({ packageName: 'p', decide: admitWhen((f) => f.version !== '2.0.0' && f.version !== '1.0.0') }, undefined, pub)
+  t.same(body(withheld)['dist-tags'], { latest: '1.2.0', next: '2.0.0-beta.1' }, 'latest moved past the prerelease, the tag of a removed version dropped')
+  const onlyPre = run({ packageName: 'p', decide: admitWhen((f) => f.version.includes('beta')) }, undefined, pub)
+  t.same(body(onlyPre)['dist-tags'], { latest: '2.0.0-beta.1', next: '2.0.0-beta.1' }, 'with no release, the newest prerelease')
+  const priv = packument('p', ['0.9.0'])
+  ;(priv['dist-tags'] as any).next = '0.9.0'
+  const merged = run({ packageName: 'p' }, priv, pub)
+  t.same(body(merged)['dist-tags'], { latest: '2.0.0', next: '0.9.0', old: '1.0.0' }, 'the private tag wins a collision')
+})
+
+t.test('time keeps created, modified and the surviving versions', async (t) => {
+  const pub = packument('p', ['1.0.0', '1.1.0', '1.2.0'])
+  ;(pub['time'] as any).unpublished = { time: 'x' }
+  const outcome = run({ packageName: 'p', decide: admitWhen((f) => f.version !== '1.1.0') }, undefined, pub)
+  t.same(Object.keys(body(outcome).time), ['modified', 'created', '1.0.0', '1.2.0'])
+})
+
+t.test('the gate sees the upstream publish time, parsed only when read', async (t) => {
+  const pub = packument('p', ['1.0.0', '1.1.0'])
+  ;(pub['time'] as any)['1.1.0'] = '2024-02-23T22:24:08.672000+00:00'
+  const facts: VersionFacts[] = []
+  run({ packageName: 'p', decide: (f) => { facts.push(f); return decision('admit') } }, undefined, pub)
+  t.equal(facts[0]!.publishedAt?.toISOString(), '2020-01-02T00:00:00.000Z')
+  t.equal(facts[1]!.publishedAt?.toISOString(), '2024-02-23T22:24:08.672Z', 'microseconds and +00:00 parse')
+  t.equal(facts[1]!.name, 'p')
+  t.equal(facts[1]!.ecosystem, 'js')
+})
+
+t.test('the abbreviated form keeps the install fields and time', async (t) => {
+  const pub = packument('p', ['1.0.0', '1.1.0'])
+  const versions = pub['versions'] as any
+  versions['1.0.0'].scripts = { postinstall: 'node build.js' }
+  versions['1.0.0'].bundledDependencies = ['dep']
+  versions['1.0.0'].dependencies = { dep: '^1.0.0' }
+  versions['1.1.0'].engines = { node: '>=20' }
+  versions['1.1.0'].deprecated = 'use 2'
+  const outcome = run({ packageName: 'p', abbreviated: true }, undefined, pub)
+  const doc = body(outcome)
+  t.same(Object.keys(doc), ['name', 'dist-tags', 'modified', 'versions', 'time'])
+  t.equal(doc.modified, '2021-01-01T00:00:00.000Z')
+  t.same(doc.versions['1.0.0'], {
+    name: 'p', version: '1.0.0', dependencies: { dep: '^1.0.0' },
+    dist: { ...versions['1.0.0'].dist, tarball: `${BASE}/js/p/-/p-1.0.0.tgz` },
+    bundleDependencies: ['dep'], hasInstallScript: true,
+  })
+  t.same(Object.keys(doc.versions['1.1.0']).sort(), ['deprecated', 'dist', 'engines', 'name', 'version'])
+  t.same(Object.keys(doc.time), ['modified', 'created', '1.0.0', '1.1.0'], 'time is kept for the age gates of pnpm and yarn')
+})
+
+t.test('when nothing survives, the most recoverable cause wins', async (t) => {
+  const pub = packument('p', ['1.0.0', '1.1.0', '1.2.0'])
+  const byVersion = (map: Record<string, Decision>) => (f: VersionFacts) => map[f.version]!
+  const denied = run({ packageName: 'p', decide: () => decision('deny') }, undefined, pub)
+  t.equal(denied.body, undefined)
+  t.same(denied.withholding, { code: 'POLICY_WITHHELD' })
+  t.equal(withholdingError(denied.withholding)?.status, 403)
+  const expired = run({
+    packageName: 'p',
+    decide: byVersion({ '1.0.0': decision('deny'), '1.1.0': decision('expired', { ageSeconds: 700000, maxAgeSeconds: 518400 }), '1.2.0': decision('deny') }),
+  }, undefined, pub)
+  t.same(expired.withholding, { code: 'ADVISORY_EXPIRED', ageSeconds: 700000, maxAgeSeconds: 518400 })
+  const error = withholdingError(expired.withholding)!
+  t.equal(error.status, 503)
+  t.match(error.message, /700000.*518400/, 'the message states the age and the maximum')
+  const unavailable = run({
+    packageName: 'p',
+    decide: byVersion({ '1.0.0': decision('expired'), '1.1.0': decision('unavailable'), '1.2.0': decision('deny') }),
+  }, undefined, pub)
+  t.same(unavailable.withholding, { code: 'ADVISORY_UNAVAILABLE' })
+  t.equal(withholdingError(unavailable.withholding)?.retryAfter, 30)
+  const privateSaves = run({ packageName: 'p', decide: () => decision('deny') }, packument('p', ['0.1.0']), pub)
+  t.equal(privateSaves.withholding, undefined, 'a private version survives')
+  t.same(Object.keys(body(privateSaves).versions), ['0.1.0'])
+  const empty = run({ packageName: 'p' }, undefined, packument('p', []))
+  t.equal(empty.withholding, undefined, 'no version at all is not a withholding')
+  t.same(body(empty).versions, {})
+})
+
+t.test('observations carry skipped checks and advisory causes', async (t) => {
+  const pub = packument('p', ['1.0.0', '1.1.0', '1.2.0'])
+  const decide = (f: VersionFacts): Decision => {
+    if (f.version === '1.0.0') return decision('admit', { skipped: [{ rule: 'DenyIfCve', cause: 'no_database' }], advisory: [{ rule: 'DenyIfCve', cause: 'no_database' }] })
+    if (f.version === '1.1.0') return decision('admit', { advisory: [{ rule: 'DenyIfEpss', cause: undefined }] })
+    return decision('unavailable', { advisory: [{ rule: 'DenyIfCve', cause: 'expired' }] })
+  }
+  const outcome = run({ packageName: 'p', decide }, undefined, pub)
+  t.same(outcome.observations.map((o) => [o.version, o.decision.verdict]), [['1.0.0', 'admit'], ['1.2.0', 'unavailable']])
+  t.same(outcome.advisoryAnswered, ['DenyIfEpss'])
+})
+
+t.test('a document for another package is UPSTREAM_WRONG_PACKAGE', async (t) => {
+  expectCode(t, () => run({ packageName: 'p' }, undefined, packument('q', ['1.0.0'])), 'UPSTREAM_WRONG_PACKAGE', 'public', { upstream: 'public' })
+  expectCode(t, () => run({ packageName: 'p' }, packument('q', ['1.0.0']), undefined), 'UPSTREAM_WRONG_PACKAGE', 'private', { upstream: 'private' })
+})
+
+t.test('a public version without a usable tarball is withheld', async (t) => {
+  const pub = packument('p', ['1.0.0', '1.1.0'])
+  delete (pub['versions'] as any)['1.1.0'].dist.tarball
+  const outcome = run({ packageName: 'p' }, undefined, pub)
+  t.same(Object.keys(body(outcome).versions), ['1.0.0'])
+  t.equal(outcome.counts.unservable, 1)
+})
+
+t.test('equal to the JSON.parse reference over the real packuments', async (t) => {
+  // A gate that withholds about a third of the versions, and for the larger
+  // documents a private side made of a slice of the public one.
+  const decide = admitWhen((f) => (f.version.charCodeAt(f.version.length - 1) % 3) !== 0)
+  for (const { name, file } of REAL_PACKUMENTS) {
+    const bytes = readPackument(file)
+    const text = bytes.toString('utf8')
+    const full = JSON.parse(text)
+    const privateVersions = Object.keys(full.versions).slice(0, 5)
+    const priv = JSON.stringify({
+      ...full,
+      readme: 'private',
+      versions: Object.fromEntries(privateVersions.map((v) => [v, { ...full.versions[v], description: 'private build' }])),
+      'dist-tags': { latest: privateVersions[privateVersions.length - 1] },
+    })
+    for (const abbreviated of [false, true]) {
+      for (const withPrivate of [false, true]) {
+        // The megabyte documents run two of the four combinations, to keep the file fast.
+        if (bytes.length > 1e6 && withPrivate === abbreviated) continue
+        const request = { packageName: name, baseUrl: BASE, abbreviated, decide }
+        const outcome = runPackumentPipeline(request, withPrivate ? [utf8(priv)] : undefined, chunked(bytes, 65536))
+        const expected = referenceMerge(request, withPrivate ? priv : undefined, text)
+        // isDeepStrictEqual: t.same on ten-megabyte trees takes minutes.
+        const same = isDeepStrictEqual(body(outcome), expected)
+        t.ok(same, `${file} abbreviated=${abbreviated} private=${withPrivate}`)
+        if (!same && bytes.length < 200000) t.same(body(outcome), expected, 'the difference')
+      }
+    }
+  }
+})
