@@ -2,7 +2,8 @@
  * Runs a package-manager CLI to completion with a clean environment: nothing
  * inherited from the npm, pnpm or yarn that launched the test run (those
  * `npm_config_*` variables would silently override the throwaway folder's
- * own configuration), HOME set to the throwaway folder.
+ * own configuration), HOME set to the throwaway folder, and none of tap's
+ * process tracking and coverage hooks (a peer is not code under test).
  */
 import { spawn } from 'node:child_process'
 
@@ -28,12 +29,20 @@ export class CliFailure extends Error {
 
 const INHERITED_CONFIG = /^(npm_|yarn_|pnpm_|berry_|corepack_)/i
 
-/** process.env without any package-manager configuration, plus `extra`. */
-export function cleanEnv(extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv {
+/** process.env without tap's hooks (NODE_OPTIONS imports, V8 coverage, its own variables), plus `extra`. */
+export function peerEnv(extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (!INHERITED_CONFIG.test(key) && key !== 'INIT_CWD') env[key] = value
+    if (key === 'NODE_OPTIONS' || key === 'NODE_V8_COVERAGE' || /^_?TAP/i.test(key)) continue
+    env[key] = value
   }
+  return { ...env, ...extra }
+}
+
+/** peerEnv without any package-manager configuration either. */
+export function cleanEnv(extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv {
+  const env = peerEnv()
+  for (const key of Object.keys(env)) if (INHERITED_CONFIG.test(key) || key === 'INIT_CWD') delete env[key]
   return { ...env, ...extra }
 }
 

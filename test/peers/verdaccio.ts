@@ -14,6 +14,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Agent, request, type Dispatcher } from 'undici'
+import { peerEnv } from '../clients/run-cli.js'
 import { ChildPeer } from './child-peer.js'
 import { makeTestCa, type TestCa } from './tls.js'
 
@@ -180,7 +181,7 @@ export async function startVerdaccio(options: VerdaccioOptions = {}): Promise<Ve
       cwd: dir,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       execArgv: [],
-      env: { ...process.env, NODE_ENV: 'production' },
+      env: peerEnv({ NODE_ENV: 'production' }),
     })
     child = new ChildPeer(`verdaccio ${role}`, forked)
     const port = await waitForPort(forked, child, options.bootTimeoutMs ?? 30_000)
