@@ -56,7 +56,7 @@ export interface GateOptions {
 }
 
 export interface ChargeOptions {
-  /** The pause cap: the charge fails with GATE_PAUSE_TIMEOUT if still paused after this. */
+  /** The pause cap in ms: the charge fails with GATE_PAUSE_TIMEOUT if still paused after this (Infinity: no cap). */
   readonly timeoutMs: number
   readonly signal?: AbortSignal
 }
@@ -241,10 +241,13 @@ class GateCore {
     this.pauses++
     return new Promise<void>((resolve, reject) => {
       const paused: PausedCharge = { state, bytes, resolve, reject, timer: undefined, signal, onAbort: undefined }
-      paused.timer = this.timers.after(options.timeoutMs, () => {
-        this.dropPaused(paused)
-        reject(new ServiceError('GATE_PAUSE_TIMEOUT', { data: { bytes, pausedMs: options.timeoutMs } }))
-      })
+      // An infinite cap (a caller with no deadline of its own) sets no timer.
+      if (Number.isFinite(options.timeoutMs)) {
+        paused.timer = this.timers.after(options.timeoutMs, () => {
+          this.dropPaused(paused)
+          reject(new ServiceError('GATE_PAUSE_TIMEOUT', { data: { bytes, pausedMs: options.timeoutMs } }))
+        })
+      }
       if (signal !== undefined) {
         paused.onAbort = () => {
           this.dropPaused(paused)
