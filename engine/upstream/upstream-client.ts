@@ -27,7 +27,7 @@ import { ServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
 import type { BearerToken } from '../secret.js'
 import { encodePackageName } from '../npm/names.js'
-import { EgressGuard, authorityOf } from './egress-guard.js'
+import { EgressGuard, authorityOf, checkTarballAuthority } from './egress-guard.js'
 import { ACCEPTED_ENCODINGS, decodersFor } from './content-decoding.js'
 import { transportFailure } from './transport-failure.js'
 import type { FetchErrorCause, UpstreamFetchCounters } from './fetch-counters.js'
@@ -88,6 +88,11 @@ export interface UpstreamClientOptions {
   readonly keepAliveTimeoutMs?: number
   /** Resolver for the egress guard; tests inject one. */
   readonly resolve?: typeof dnsLookup
+  /**
+   * Public side: the tarball-host policy (`SERVICE_RESPECT_UPSTREAM_TARBALL_HOST`).
+   * False (the default) refuses an artifact URL on another host or port.
+   */
+  readonly respectUpstreamTarballHost?: boolean
 }
 
 export interface FetchDocumentOptions {
@@ -157,6 +162,7 @@ export class UpstreamClient {
   readonly #via: string
   readonly #logger: Logger
   readonly #counters: UpstreamFetchCounters
+  readonly #respectTarballHost: boolean
 
   constructor(options: UpstreamClientOptions) {
     let url: URL
@@ -176,6 +182,7 @@ export class UpstreamClient {
     this.#via = `1.1 ${options.proxyId}`
     this.#logger = options.logger
     this.#counters = options.counters
+    this.#respectTarballHost = options.respectUpstreamTarballHost ?? false
     this.#guard = new EgressGuard({
       upstreamUrl: url,
       trusted: options.trusted,
@@ -392,8 +399,9 @@ export class UpstreamClient {
 
   /**
    * Opens an artifact on this upstream for the relay (SPEC.md 4.4). `url` is
-   * the private conventional location or the public authoritative one (which
-   * the caller has passed through checkTarballAuthority). Any HTTP status
+   * the private conventional location or the public authoritative one; on
+   * the public side it must also pass the tarball-host policy
+   * (TARBALL_HOST_REFUSED), checked here so no caller can skip it. Any HTTP status
    * comes back as it is, a 3xx included (never followed); a request that got
    * no answer throws UPSTREAM_UNAVAILABLE, UPSTREAM_TIMEOUT or
    * EGRESS_REFUSED. When the caller's signal aborts, its reason is thrown.
@@ -401,6 +409,7 @@ export class UpstreamClient {
   async openArtifact(url: URL, options: OpenArtifactOptions): Promise<ArtifactResponse> {
     const upstream = authorityOf(url)
     this.#guard.checkUrl(url)
+    if (!this.#trusted) checkTarballAuthority(url, this.#base, this.#respectTarballHost)
     const extra: Record<string, string> = { 'accept-encoding': 'identity' }
     if (options.conditional?.ifNoneMatch !== undefined) extra['if-none-match'] = options.conditional.ifNoneMatch
     if (options.conditional?.ifModifiedSince !== undefined) extra['if-modified-since'] = options.conditional.ifModifiedSince

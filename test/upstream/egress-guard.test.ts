@@ -171,6 +171,24 @@ t.test('through the client, against real https servers', async (t) => {
       'a host off the allowlist')
   })
 
+  t.test('the tarball-host policy holds on the public artifact leg', async (t) => {
+    const other = await startServer(t, (_req, res) => { res.end('tgz') }, ca)
+    const crossPort = new URL(`${other.origin}/a/-/a-1.0.0.tgz`)
+    const strict = makeClient(t, { url: up.origin, trusted: false, caPem: ca.caPem, allowInternalRanges: ['127.0.0.0/8'] })
+    t.equal(await codeOf(strict.client.openArtifact(crossPort, { method: 'GET' })), 'TARBALL_HOST_REFUSED', 'another port is refused by default')
+    const respectful = makeClient(t, {
+      url: up.origin, trusted: false, caPem: ca.caPem, allowInternalRanges: ['127.0.0.0/8'], respectUpstreamTarballHost: true,
+    })
+    const res = await respectful.client.openArtifact(crossPort, { method: 'HEAD' })
+    t.equal(res.statusCode, 200, 'admitted when the policy respects the upstream tarball host')
+    t.equal(other.seen.length, 1)
+    const offList = makeClient(t, { url: up.origin, trusted: false, caPem: ca.caPem, respectUpstreamTarballHost: true })
+    t.equal(await codeOf(offList.client.openArtifact(new URL('https://cdn.test/a.tgz'), { method: 'GET' })), 'EGRESS_REFUSED',
+      'an admitted authority still needs the allowlist')
+    t.equal(await codeOf(offList.client.openArtifact(crossPort, { method: 'GET' })), 'EGRESS_REFUSED',
+      'and the internal-range block')
+  })
+
   t.test('a trusted https upstream with the CA is reached at 127.0.0.1', async (t) => {
     const { client } = makeClient(t, { url: up.origin, trusted: true, caPem: ca.caPem })
     t.equal((await client.fetchDocument('left-pad')).kind, 'document')

@@ -297,3 +297,33 @@ t.test('onChunk backpressure: a slow consumer keeps the reader paused', async (t
   try { await pending } catch (e) { thrown = e }
   t.ok(thrown instanceof Error, 'the aborted read rejects')
 })
+
+t.test('a TLS handshake that never completes is a connect timeout', async (t) => {
+  const { createServer } = await import('node:net')
+  const sockets = new Set<import('node:net').Socket>()
+  const silent = createServer((s) => { sockets.add(s) }) // accepts TCP, never speaks TLS
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => {
+    for (const s of sockets) s.destroy()
+    silent.close(() => resolve())
+  }))
+  const port = (silent.address() as import('node:net').AddressInfo).port
+  const { client, counters } = makeClient(t, { url: `https://127.0.0.1:${port}/`, trusted: true, timeouts: { connectMs: 150 } })
+  t.equal(await codeOf(client.fetchDocument('left-pad')), 'UPSTREAM_TIMEOUT')
+  t.equal(counters.get('timeout'), 1)
+})
+
+t.test('close() lets an in-flight fetch finish, then refuses new ones', async (t) => {
+  let answer!: () => void
+  const up = await startServer(t, (_req, res) => { answer = () => res.end(DOC) })
+  const { client } = makeClient(t, { url: up.origin, trusted: true })
+  const inFlight = client.fetchDocument('left-pad')
+  while (up.seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 10))
+  const closing = client.close()
+  answer()
+  const got = await inFlight
+  t.equal(got.kind, 'document', 'the in-flight fetch completed')
+  await closing
+  t.equal(await codeOf(client.fetchDocument('left-pad')), 'UPSTREAM_UNAVAILABLE', 'a closed client sends nothing')
+  t.equal(up.seen.length, 1)
+})
