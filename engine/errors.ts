@@ -81,7 +81,6 @@ export interface ServiceErrorOptions {
 }
 
 export class ServiceError extends Error {
-  override readonly name = 'ServiceError'
   readonly code: ErrorCode
   readonly status: number
   readonly retryAfter: number | undefined
@@ -94,9 +93,11 @@ export class ServiceError extends Error {
     this.status = spec.status
     this.retryAfter = options.retryAfter ?? spec.retryAfter
     this.data = options.data === undefined ? undefined : Object.freeze({ ...options.data })
-    Object.freeze(this)
   }
 }
+
+// On the prototype, not the instance, so tooling that redefines `name` (tap's t.throws) works.
+Object.defineProperty(ServiceError.prototype, 'name', { value: 'ServiceError', enumerable: false })
 
 export function isServiceError(value: unknown, code?: ErrorCode): value is ServiceError {
   return value instanceof ServiceError && (code === undefined || value.code === code)

@@ -67,6 +67,7 @@ export function loadConfig(options: LoadOptions): LoadResult {
   }
 
   problems.push(...schemaProblems(merged, sourceOf))
+  problems.push(...urlProblems(merged, sourceOf))
   if (problems.length > 0) return { ok: false, problems }
 
   const withDefaults = Value.Default(ConfigSchema, structuredClone(merged)) as Defaulted
@@ -219,19 +220,7 @@ function resolveConfig(
   problems: ConfigProblem[],
   sourceOf: (path: string) => string,
 ): Config | undefined {
-  const check = (path: string, url: string | undefined, opts: { httpsOnly?: boolean } = {}): void => {
-    if (url === undefined) return
-    const problem = urlProblem(url, opts)
-    if (problem !== undefined) problems.push({ path, message: problem, source: sourceOf(path) })
-  }
-
   const baseUrl = (d.server.baseUrl ?? `http://localhost:${d.server.port}`).replace(/\/+$/, '')
-  check('server.baseUrl', baseUrl)
-  check('queue.url', d.queue.url)
-  check('queue.endpoint', d.queue.endpoint)
-  check('store.endpoint', d.store.endpoint)
-  check('advisories.osvExportBaseUrl', d.advisories.osvExportBaseUrl)
-  check('advisories.epssFeedUrl', d.advisories.epssFeedUrl)
   if (d.queue.kind === 'sqs' && d.queue.url === undefined) {
     problems.push({ path: 'queue.url', message: 'required when queue.kind is sqs', source: sourceOf('queue') })
   }
@@ -244,9 +233,6 @@ function resolveConfig(
     const m = d.mounts[key]
     if (m === undefined) continue
     const at = (suffix: string): string => `mounts.${key}.${suffix}`
-    check(at('upstreams.private.url'), m.upstreams.private?.url)
-    check(at('publish.target'), m.publish?.target)
-    check(at('mirror.target'), m.mirror?.target)
 
     let publicUpstream: PublicUpstreamConfig | undefined
     let publicUrl = m.upstreams.public.url
@@ -259,12 +245,9 @@ function resolveConfig(
       }
     }
     if (publicUrl !== undefined) {
-      const path = at('upstreams.public.url')
-      const problem = urlProblem(publicUrl, { httpsOnly: true })
-      if (problem !== undefined) {
-        const from = urlOrigin === 'npm-client' ? 'the local npm client\'s registry setting' : sourceOf(path)
-        problems.push({ path, message: problem, source: from })
-      }
+      // A configured URL was checked with the others; the npm client's is checked here.
+      const problem = urlOrigin === 'npm-client' ? urlProblem(publicUrl, { httpsOnly: true }) : undefined
+      if (problem !== undefined) problems.push({ path: at('upstreams.public.url'), message: problem, source: NPM_CLIENT_SOURCE })
       publicUpstream = {
         url: publicUrl,
         urlOrigin,
@@ -279,7 +262,7 @@ function resolveConfig(
       [at('upstreams.public.url'), publicUpstream?.url],
     ])
     for (const [path, message] of own) {
-      problems.push({ path, message, source: urlOrigin === 'npm-client' && path.endsWith('public.url') ? 'the local npm client\'s registry setting' : sourceOf(path) })
+      problems.push({ path, message, source: urlOrigin === 'npm-client' && path.endsWith('public.url') ? NPM_CLIENT_SOURCE : sourceOf(path) })
     }
 
     mounts[key] = {
@@ -323,6 +306,39 @@ function resolveConfig(
     mounts,
     source: { document: documentPath },
   }
+}
+
+const NPM_CLIENT_SOURCE = 'the local npm client\'s registry setting'
+
+/** Where URLs sit in the document; `*` is a mount key. Public egress is https only. */
+const URL_KEYS: readonly [string, { httpsOnly?: boolean }][] = [
+  ['server.baseUrl', {}],
+  ['queue.url', {}],
+  ['queue.endpoint', {}],
+  ['store.endpoint', {}],
+  ['advisories.osvExportBaseUrl', {}],
+  ['advisories.epssFeedUrl', {}],
+  ['mounts.*.upstreams.private.url', {}],
+  ['mounts.*.upstreams.public.url', { httpsOnly: true }],
+  ['mounts.*.publish.target', {}],
+  ['mounts.*.mirror.target', {}],
+]
+
+/** Checked on the merged value, before defaults, so they join the schema problems in one report. */
+function urlProblems(merged: Record<string, unknown>, sourceOf: (path: string) => string): ConfigProblem[] {
+  const problems: ConfigProblem[] = []
+  for (const [pattern, options] of URL_KEYS) {
+    for (const key of MOUNT_KEYS) {
+      const path = pattern.replace('*', key)
+      let node: unknown = merged
+      for (const segment of path.split('.')) node = isPlainObject(node) ? node[segment] : undefined
+      if (typeof node !== 'string') continue
+      const problem = urlProblem(node, options)
+      if (problem !== undefined) problems.push({ path, message: problem, source: sourceOf(path) })
+      if (!pattern.includes('*')) break
+    }
+  }
+  return problems
 }
 
 function token(value: string | undefined): BearerToken | undefined {

@@ -16,13 +16,21 @@ import { Shutdown } from '../lifecycle/shutdown.js'
 import { runCheckConfig } from '../roles/check-config.js'
 import { startProxy } from '../roles/proxy.js'
 import type { RoleContext, RunningRole } from '../roles/role-context.js'
-import { parseArgs, USAGE, type Role } from './args.js'
+import { parseArgs, USAGE, type Command, type Role } from './args.js'
 
 export const ROLE_UNAVAILABLE = 'a role this build cannot run'
 
 /** Roles this build can run; the others refuse at boot with exit 2 (SPEC.md 7.2). */
 const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<RunningRole>>> = {
   proxy: startProxy,
+}
+
+/** Why this build cannot run the command's role, or undefined when it can. */
+export function roleRefusal(command: Extract<Command, { kind: 'role' }>): string | undefined {
+  const runnable = STARTERS[command.role] !== undefined && !command.oneShot && !command.dryRun
+  if (runnable) return undefined
+  const what = command.oneShot ? `${command.role} compile` : command.role
+  return `service: the ${what} role is ${ROLE_UNAVAILABLE}`
 }
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
@@ -43,10 +51,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (!loaded.ok) return bootAbort(formatProblems(loaded.problems))
 
   const start = STARTERS[command.role]
-  if (start === undefined || command.oneShot || command.dryRun) {
-    const what = command.oneShot ? `${command.role} compile` : command.role
-    return bootAbort(`service: the ${what} role is ${ROLE_UNAVAILABLE}`)
-  }
+  const refusal = roleRefusal(command)
+  if (start === undefined || refusal !== undefined) return bootAbort(refusal ?? ROLE_UNAVAILABLE)
 
   const config = loaded.config
   const build = readBuildInfo()

@@ -28,7 +28,7 @@ import { v8Limits } from '../../engine/memory/v8-limits.js'
 import { EXIT, SERVICE_EXITED } from '../lifecycle/exit-codes.js'
 import { planFor } from '../roles/runtime-plan.js'
 import { parseArgs } from './args.js'
-import { main } from './main.js'
+import { main, roleRefusal } from './main.js'
 
 const TAIL_BYTES = 8192
 const CRASH_SIGNALS = new Set(['SIGABRT', 'SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGTRAP'])
@@ -38,8 +38,9 @@ async function launch(argv: readonly string[]): Promise<void> {
   if (command.kind !== 'role') return main(argv)
 
   const loaded = loadConfig({ configPath: command.configPath, env: process.env })
-  if (!loaded.ok) {
-    process.stderr.write(`${formatProblems(loaded.problems)}\n`)
+  const refusal = loaded.ok ? roleRefusal(command) : formatProblems(loaded.problems)
+  if (!loaded.ok || refusal !== undefined) {
+    process.stderr.write(`${refusal}\n`)
     process.exitCode = EXIT.BOOT_ABORTED
     return
   }

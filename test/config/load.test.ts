@@ -1,0 +1,167 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { loadConfig, type LoadResult } from '../../engine/config/load.js'
+import type { Config } from '../../engine/config/config.js'
+import { BearerToken } from '../../engine/secret.js'
+
+const PUBLIC = 'https://public.example/'
+
+async function withDocument(t: Test, text: string, name = 'config.yaml'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'config-test-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const file = join(dir, name)
+  await writeFile(file, text)
+  return file
+}
+
+function ok(t: Test, result: LoadResult): Config {
+  if (!result.ok) {
+    t.fail(`refused: ${JSON.stringify(result.problems)}`)
+    throw new Error('refused')
+  }
+  return result.config
+}
+
+function problems(result: LoadResult): { path: string; message: string; source: string }[] {
+  return result.ok ? [] : [...result.problems]
+}
+
+const load = (configPath: string | undefined, env: Record<string, string> = {}): LoadResult =>
+  loadConfig({ configPath, env, npmRegistry: () => PUBLIC })
+
+t.test('embedded defaults: the js mount alone, public upstream from the npm client', async (t) => {
+  const config = ok(t, load(undefined))
+  t.equal(config.server.port, 4873)
+  t.equal(config.server.baseUrl, 'http://localhost:4873')
+  t.equal(config.server.shutdownDrainTimeout, 30)
+  t.equal(config.observability.logFormat, 'json')
+  t.equal(config.observability.logLevel, 'info')
+  t.equal(config.runtime.coresCeiling, 8)
+  t.same(Object.keys(config.mounts), ['js'])
+  t.equal(config.mounts.js?.upstreams.public?.url, PUBLIC)
+  t.equal(config.mounts.js?.upstreams.public?.urlOrigin, 'npm-client')
+  t.ok(Object.isFrozen(config.server), 'frozen')
+})
+
+t.test('environment wins over the document; levels joined by __, camelCase', async (t) => {
+  const file = await withDocument(t, `
+server: { port: 5000, shutdownDrainTimeout: 10 }
+runtime: { cores: 2 }
+mounts:
+  js:
+    upstreams:
+      public: { url: ${PUBLIC} }
+`)
+  const config = ok(t, load(file, {
+    SERVICE_SERVER__PORT: '6000',
+    SERVICE_RUNTIME__CORES_CEILING: '4',
+    SERVICE_MOUNTS__JS__UPSTREAMS__PRIVATE__URL: 'https://private.example/npm/',
+    SERVICE_MOUNTS__JS__UPSTREAMS__PRIVATE__TOKEN: 'sekrit',
+    SERVICE_RESPECT_UPSTREAM_TARBALL_HOST: 'true',
+    SERVICE_MOUNTS__JS__RULES: '[{"rule":"DenyIdentity","package":"left-pad","versions":"1.3.0"}]',
+  }))
+  t.equal(config.server.port, 6000, 'environment wins')
+  t.equal(config.server.shutdownDrainTimeout, 10, 'document kept where the environment is silent')
+  t.equal(config.runtime.coresCeiling, 4)
+  t.equal(config.runtime.cores, 2)
+  t.equal(config.respectUpstreamTarballHost, true)
+  t.equal(config.mounts.js?.upstreams.private?.url, 'https://private.example/npm/')
+  t.ok(config.mounts.js?.upstreams.private?.token instanceof BearerToken)
+  t.equal(config.mounts.js?.upstreams.private?.token?.reveal(), 'sekrit')
+  t.notMatch(JSON.stringify(config), /sekrit/, 'the secret never renders')
+  t.same(config.mounts.js?.rules, [{ rule: 'DenyIdentity', package: 'left-pad', versions: '1.3.0' }])
+})
+
+t.test('removing a document pin does not restore the automatic value while an environment pin remains', async (t) => {
+  const env = { SERVICE_RUNTIME__CORES: '3' }
+  const pinned = await withDocument(t, 'runtime: { cores: 6 }\n')
+  t.equal(ok(t, load(pinned, env)).runtime.cores, 3)
+  const unpinned = await withDocument(t, 'runtime: {}\n')
+  t.equal(ok(t, load(unpinned, env)).runtime.cores, 3, 'still the environment pin, not automatic')
+  t.equal(ok(t, load(unpinned, {})).runtime.cores, undefined, 'automatic without any pin')
+})
+
+t.test('SERVICE_CONFIG names the document; --config wins over it', async (t) => {
+  const a = await withDocument(t, 'server: { port: 1111 }\n')
+  const b = await withDocument(t, 'server: { port: 2222 }\n')
+  t.equal(ok(t, loadConfig({ env: { SERVICE_CONFIG: a }, npmRegistry: () => PUBLIC })).server.port, 1111)
+  t.equal(ok(t, loadConfig({ configPath: b, env: { SERVICE_CONFIG: a }, npmRegistry: () => PUBLIC })).server.port, 2222)
+})
+
+t.test('JSON documents are read too', async (t) => {
+  const file = await withDocument(t, JSON.stringify({ server: { port: 7777 } }), 'config.json')
+  t.equal(ok(t, load(file)).server.port, 7777)
+})
+
+t.test('every problem is reported at once', async (t) => {
+  const file = await withDocument(t, `
+server: { port: "eighty", prot: 1 }
+observability: { logFormat: xml }
+queue: { kind: sqs }
+mounts:
+  js:
+    upstreams:
+      private: { url: "https://user:pw@private.example/" }
+      public: { url: "https://public.example/?token=abc" }
+    rules:
+      - { rule: DenyIfCve, apliesTo: [admission] }
+      - { rule: DenyIfLuck }
+      - { rule: AllowIfOlderThan, seconds: "a week" }
+`)
+  const result = load(file, { SERVICE_RUNTIME__CORES: 'many', SERVICE_NO_SUCH_KEY: '1' })
+  t.equal(result.ok, false)
+  const found = problems(result)
+  const paths = found.map((p) => p.path)
+  t.ok(paths.includes('runtime.cores'), 'wrong type from the environment')
+  t.ok(paths.includes('noSuchKey'), 'unknown environment key')
+  t.ok(paths.includes('server.prot'), 'unknown key')
+  t.ok(paths.includes('server.port'), 'wrong type')
+  t.ok(paths.includes('observability.logFormat'), 'bad enum')
+  t.ok(paths.includes('mounts.js.rules.0.apliesTo'), 'misspelt appliesTo is an unknown rule key')
+  t.ok(paths.includes('mounts.js.rules.1.rule'), 'unknown rule kind')
+  t.ok(paths.includes('mounts.js.rules.2.seconds'), 'wrong type inside a rule')
+  t.match(found.find((p) => p.path === 'mounts.js.rules.0.apliesTo'), { message: /unknown rule key/ })
+  t.match(found.find((p) => p.path === 'mounts.js.rules.1.rule'), { message: /unknown rule kind "DenyIfLuck"/ })
+  t.match(found.find((p) => p.path === 'runtime.cores'), { source: 'environment SERVICE_RUNTIME__CORES' })
+  t.match(found.find((p) => p.path === 'server.prot'), { source: `document ${file}` })
+})
+
+t.test('URLs with userinfo or a credential in the query are refused; public egress is https', async (t) => {
+  const file = await withDocument(t, `
+advisories: { osvExportBaseUrl: "https://osv.example/?api_key=1" }
+mounts:
+  js:
+    upstreams:
+      private: { url: "https://user:pw@private.example/" }
+      public: { url: "http://public.example/" }
+`)
+  const found = problems(load(file))
+  t.match(found.find((p) => p.path === 'mounts.js.upstreams.private.url'), { message: /userinfo/ })
+  t.match(found.find((p) => p.path === 'mounts.js.upstreams.public.url'), { message: /https/ })
+  t.match(found.find((p) => p.path === 'advisories.osvExportBaseUrl'), { message: /credential in the query/ })
+  t.notMatch(JSON.stringify(found), /pw@/, 'the report does not echo the credential')
+})
+
+t.test('an upstream that is this proxy itself is refused, naming the setting', async (t) => {
+  const file = await withDocument(t, 'server: { port: 4873 }\n')
+  const viaNpm = loadConfig({ configPath: file, env: {}, npmRegistry: () => 'https://localhost:4873/js/' })
+  t.match(problems(viaNpm), [{ path: 'mounts.js.upstreams.public.url', message: /this proxy itself/, source: /npm client/ }])
+  const explicit = await withDocument(t, `
+server: { port: 4873, baseUrl: "https://proxy.example" }
+mounts: { js: { upstreams: { private: { url: "https://proxy.example/js/" }, public: { url: "${PUBLIC}" } } } }
+`)
+  t.match(problems(load(explicit)), [{ path: 'mounts.js.upstreams.private.url', message: /this proxy itself/ }])
+})
+
+t.test('LOG_LEVEL sets the floor unless the SERVICE_ key is set', async (t) => {
+  t.equal(ok(t, load(undefined, { LOG_LEVEL: 'DEBUG' })).observability.logLevel, 'debug')
+  t.equal(ok(t, load(undefined, { LOG_LEVEL: 'debug', SERVICE_OBSERVABILITY__LOG_LEVEL: 'warn' })).observability.logLevel, 'warn')
+  t.match(problems(load(undefined, { LOG_LEVEL: 'loud' })), [{ path: 'observability.logLevel' }])
+})
+
+t.test('no npm registry to default to is a problem', async (t) => {
+  const result = loadConfig({ env: {}, npmRegistry: () => undefined })
+  t.match(problems(result), [{ path: 'mounts.js.upstreams.public.url', message: /npm client/ }])
+})

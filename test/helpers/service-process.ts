@@ -1,0 +1,62 @@
+/**
+ * Runs the built `service` binary (dist/, made by `npm test`'s build step)
+ * as a child process, and kills it at teardown by the pid it started.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { readBuildInfo } from '../../engine/build-info.js'
+
+export const SERVICE_BIN = join(readBuildInfo().root, 'dist/server/cli/service.js')
+
+export interface ServiceRun {
+  readonly child: ChildProcess
+  stdout(): string
+  stderr(): string
+  /** Resolves with the exit code (or the signal name) once the process ends. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  /** Resolves when stdout has a line containing `text`. */
+  waitForOutput(text: string, timeoutMs?: number): Promise<void>
+}
+
+interface Teardown { teardown(fn: () => unknown): void }
+
+export function runService(t: Teardown, args: readonly string[], env: Record<string, string> = {}): ServiceRun {
+  if (!existsSync(SERVICE_BIN)) throw new Error(`${SERVICE_BIN} is missing: run \`npm run build\` (npm test does it first)`)
+  const child = spawn(process.execPath, [SERVICE_BIN, ...args], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  let err = ''
+  const waiters: { text: string; resolve: () => void }[] = []
+  child.stdout?.on('data', (c: Buffer) => {
+    out += c.toString('utf8')
+    for (const w of waiters.splice(0)) {
+      if (out.includes(w.text)) w.resolve()
+      else waiters.push(w)
+    }
+  })
+  child.stderr?.on('data', (c: Buffer) => { err += c.toString('utf8') })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => resolve({ code, signal }))
+  })
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL')
+      await exited
+    }
+  })
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitForOutput: (text, timeoutMs = 20_000) => new Promise<void>((resolve, reject) => {
+      if (out.includes(text)) return resolve()
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for "${text}"; stdout: ${out}; stderr: ${err}`)), timeoutMs)
+      waiters.push({ text, resolve: () => { clearTimeout(timer); resolve() } })
+      void exited.then(() => { clearTimeout(timer); if (!out.includes(text)) reject(new Error(`exited before "${text}"; stdout: ${out}; stderr: ${err}`)) })
+    }),
+  }
+}

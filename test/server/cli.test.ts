@@ -1,0 +1,42 @@
+import t from 'tap'
+import { runService } from '../helpers/service-process.js'
+
+const OFFLINE = { SERVICE_MOUNTS__JS__UPSTREAMS__PUBLIC__URL: 'https://upstream.invalid/' }
+
+t.test('a refused configuration aborts the boot with exit 2 and every problem listed', async (t) => {
+  const run = runService(t, ['proxy'], { ...OFFLINE, SERVICE_SERVER__PORT: 'eighty', SERVICE_RUNTIME__CORES: '0', SERVICE_MOUNTS__JS__UPSTREAMS__PRIVATE__URL: 'https://u:p@private.example/' })
+  const { code } = await run.exited
+  t.equal(code, 2)
+  t.match(run.stderr(), /configuration refused, 3 problems/)
+  t.match(run.stderr(), /server\.port/)
+  t.match(run.stderr(), /runtime\.cores/)
+  t.match(run.stderr(), /mounts\.js\.upstreams\.private\.url: must not carry userinfo/)
+})
+
+t.test('roles this build cannot run refuse with exit 2', async (t) => {
+  for (const args of [['mirror'], ['pilot'], ['pilot', 'compile'], ['dredger', '--dry-run']]) {
+    const run = runService(t, args, OFFLINE)
+    const { code } = await run.exited
+    t.equal(code, 2, args.join(' '))
+    t.match(run.stderr(), /a role this build cannot run/)
+  }
+  const unknown = runService(t, ['janitor'], OFFLINE)
+  t.equal((await unknown.exited).code, 2)
+  t.match(unknown.stderr(), /unknown role janitor/)
+})
+
+t.test('check-config validates without starting a role; --json is one object', async (t) => {
+  const run = runService(t, ['check-config', '--json'], { ...OFFLINE, SERVICE_MOUNTS__JS__UPSTREAMS__PRIVATE__URL: 'https://private.example/npm/', SERVICE_MOUNTS__JS__UPSTREAMS__PRIVATE__TOKEN: 'hush-hush' })
+  const { code } = await run.exited
+  t.equal(code, 0)
+  t.notMatch(run.stdout(), /hush-hush/, 'secrets redacted')
+  const report = JSON.parse(run.stdout()) as { ok: boolean; config: { mounts: { js: { upstreams: { private: { url: string; token: string } } } } }; plan: object }
+  t.equal(report.ok, true)
+  t.equal(report.config.mounts.js.upstreams.private.url, 'https://private.example/npm/', 'endpoint values printed')
+  t.equal(report.config.mounts.js.upstreams.private.token, '[REDACTED]')
+  t.type(report.plan, 'object')
+
+  const bad = runService(t, ['check-config', '--json'], { ...OFFLINE, SERVICE_SERVER__PORT: 'x' })
+  t.equal((await bad.exited).code, 2)
+  t.match(JSON.parse(bad.stdout()), { ok: false, problems: [{ path: 'server.port' }] })
+})

@@ -1,0 +1,78 @@
+import t from 'tap'
+import { OFFLINE_JS_MOUNT, startTestProxy } from '../helpers/proxy.js'
+
+t.test('fixed routes of the /js mount (SPEC.md 4.1)', async (t) => {
+  const proxy = await startTestProxy(t)
+
+  const ping = await proxy.get('/js/-/ping')
+  t.equal(ping.status, 200)
+  t.match(ping.headers['content-type'], /^application\/json/)
+  t.same(ping.json(), {})
+
+  const search = await proxy.get('/js/-/v1/search?text=x')
+  t.equal(search.status, 501)
+  t.match(search.headers['content-type'], /^application\/json/)
+  t.type((search.json() as { error: unknown }).error, 'string')
+
+  for (const [method, path] of [
+    ['GET', '/js/-/package/lodash/dist-tags'],
+    ['GET', '/js/-/package/@scope%2Fname/dist-tags'],
+    ['PUT', '/js/-/package/lodash/dist-tags/beta'],
+    ['DELETE', '/js/-/package/lodash/dist-tags/beta'],
+    ['PUT', '/js/-/package/@scope/name/dist-tags/beta'],
+  ] as const) {
+    const res = await proxy.fetch(method, path, method === 'PUT' ? { body: '"1.0.0"', headers: { 'content-type': 'application/json' } } : {})
+    t.equal(res.status, 501, `${method} ${path}`)
+    t.type((res.json() as { error: unknown }).error, 'string')
+  }
+
+  for (const [method, path] of [
+    ['GET', '/js/-/whoami'],
+    ['POST', '/js/-/ping'],
+    ['DELETE', '/js/lodash'],
+    ['GET', '/js/lodash/extra/segments'],
+    ['GET', '/js/-/package/lodash/dist-tags/x/y'],
+    ['GET', '/metrics'],
+    ['GET', '/elsewhere'],
+    ['GET', '/js/'],
+  ] as const) {
+    const res = await proxy.fetch(method, path)
+    t.equal(res.status, 404, `${method} ${path}`)
+    t.match(res.headers['content-type'], /^application\/json/)
+    t.same(res.json(), { error: 'not found' })
+  }
+
+  const publish = await proxy.fetch('PUT', '/js/lodash', { body: '{}', headers: { 'content-type': 'application/json' } })
+  t.equal(publish.status, 405, 'publish without a publication target')
+})
+
+t.test('probes: liveness and per-mount readiness (SPEC.md 2.6, 2.7, 3.1)', async (t) => {
+  const plain = await startTestProxy(t)
+  const live = await plain.get('/livez')
+  t.equal(live.status, 200)
+  t.same(live.json(), { status: 'ok', lastPoll: null })
+  const ready = await plain.get('/readyz')
+  t.equal(ready.status, 200)
+  t.same(ready.json(), { status: 'ready', mounts: { js: 'ready' } })
+
+  const awaiting = await startTestProxy(t, {
+    document: {
+      mounts: {
+        js: { ...OFFLINE_JS_MOUNT.js, rules: [{ rule: 'DenyIfCve' }, { rule: 'AllowIfOlderThan', seconds: 86400 }] },
+        py: { upstreams: { public: { url: 'https://upstream.invalid/' } }, rules: [{ rule: 'AllowIfOlderThan', seconds: 86400 }] },
+      },
+    },
+  })
+  const notReady = await awaiting.get('/readyz')
+  t.equal(notReady.status, 503, 'a mount with DenyIfCve awaits the advisory database')
+  t.same(notReady.json(), { status: 'not_ready', mounts: { js: 'awaiting_advisory_database', py: 'ready' } })
+  t.equal((await awaiting.get('/livez')).status, 200, 'liveness is the listener alone')
+})
+
+t.test('a request that comes back carrying our own hop marker is a loop: 502', async (t) => {
+  const proxy = await startTestProxy(t)
+  const res = await proxy.get('/js/lodash', { via: `1.1 registry-proxy@127.0.0.1:${proxy.port}` })
+  t.equal(res.status, 502)
+  const ping = await proxy.get('/js/-/ping', { via: `1.1 registry-proxy@127.0.0.1:${proxy.port}` })
+  t.equal(ping.status, 200, 'ping is answered locally and never loops')
+})
