@@ -1,0 +1,93 @@
+/**
+ * The pool side of the packument task: moves the documents' chunks to a
+ * worker, answers its charge request through the memory gate, and turns the
+ * result back into a PackumentOutcome or a ServiceError.
+ *
+ * The pool is built by a role's composition root, e.g.
+ *   new Piscina({ filename: new URL('../workers/packument-task.js', import.meta.url).href, ... })
+ * from dist/ (see packument-task.ts for running from source under tap).
+ */
+import { MessageChannel } from 'node:worker_threads'
+import type { Piscina } from 'piscina'
+import type { Ecosystem } from '../engine/advisory/database.js'
+import { isServiceError, ServiceError } from '../engine/errors.js'
+import type { PackumentOutcome } from '../engine/packument/pipeline.js'
+import { NO_STRUCTURE_LIMITS, type StructureLimits } from '../engine/packument/scanner.js'
+import type { ChargeReply, ChargeRequest, GateModule, PackumentTaskInput, PackumentTaskResult } from './packument-messages.js'
+import { move, MovableMessage } from './packument-messages.js'
+
+export interface PackumentJob {
+  readonly packageName: string
+  readonly baseUrl: string
+  readonly abbreviated: boolean
+  readonly ecosystem?: Ecosystem
+  readonly limits?: StructureLimits
+  readonly now: number
+  /** The documents' chunks. They are moved to the worker: the caller must not touch them afterwards. */
+  readonly privateChunks?: readonly Uint8Array[] | undefined
+  readonly publicChunks?: readonly Uint8Array[] | undefined
+  readonly gate: GateModule
+  /**
+   * Charges `bytes` against the memory gate; resolves when granted, rejects
+   * with a ServiceError (e.g. GATE_PAUSE_TIMEOUT) when refused. The charge
+   * is the request's to return when it ends.
+   */
+  readonly charge: (bytes: number, basisBytes: number) => Promise<void>
+  readonly signal?: AbortSignal
+}
+
+/**
+ * The ArrayBuffer of a chunk, transferable: the chunk's own buffer when the
+ * chunk spans all of it, else a copy (a view into a shared pool slab must not
+ * take the slab, nor detach it under its other users).
+ */
+function transferable(chunk: Uint8Array): ArrayBuffer {
+  const buffer = chunk.buffer
+  if (buffer instanceof ArrayBuffer && chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength) return buffer
+  return chunk.slice().buffer as ArrayBuffer
+}
+
+export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promise<PackumentOutcome> {
+  const privateChunks = job.privateChunks?.map(transferable)
+  const publicChunks = job.publicChunks?.map(transferable)
+  const { port1, port2 } = new MessageChannel()
+  port1.on('message', (request: ChargeRequest) => {
+    job.charge(request.bytes, request.basisBytes).then(
+      () => port1.postMessage({ type: 'granted' } satisfies ChargeReply),
+      (error: unknown) => port1.postMessage({ type: 'refused', code: isServiceError(error) ? error.code : 'INTERNAL' } satisfies ChargeReply),
+    )
+  })
+  const input: PackumentTaskInput = {
+    packageName: job.packageName,
+    baseUrl: job.baseUrl,
+    abbreviated: job.abbreviated,
+    ecosystem: job.ecosystem ?? 'js',
+    limits: job.limits ?? NO_STRUCTURE_LIMITS,
+    now: job.now,
+    privateChunks,
+    publicChunks,
+    gate: job.gate,
+    port: port2,
+  }
+  const transfer = [...(privateChunks ?? []), ...(publicChunks ?? []), port2]
+  let result: PackumentTaskResult
+  try {
+    result = await pool.run(move(new MovableMessage(input, transfer)), job.signal === undefined ? {} : { signal: job.signal }) as PackumentTaskResult
+  } finally {
+    port1.close()
+  }
+  if (!result.ok) {
+    const { code, message, data, retryAfter } = result.error
+    throw new ServiceError(code, { message, ...(data === undefined ? {} : { data }), ...(retryAfter === undefined ? {} : { retryAfter }) })
+  }
+  return {
+    body: result.body === undefined ? undefined : new Uint8Array(result.body),
+    etag: result.etag,
+    counts: result.counts,
+    selected: result.selected,
+    observations: result.observations,
+    advisoryAnswered: result.advisoryAnswered,
+    withholding: result.withholding,
+    basisBytes: result.basisBytes,
+  }
+}
