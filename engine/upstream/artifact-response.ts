@@ -44,6 +44,11 @@ export function pickSafeHeaders(headers: Readonly<Record<string, string | string
  * (SPEC.md 8: a paused upstream read fails after the cap on that exchange).
  * undici's own body timeout does not run while the reader is paused, so
  * without this a stalled client would hold an upstream socket forever.
+ *
+ * The cap watches flowing-mode reading (`on('data')` with pause()/resume(),
+ * or pipe/pipeline), which is how the relay reads (STYLE.md rule 3). A
+ * consumer that pulls with read() or async iteration emits no pause or
+ * resume events, so the cap leaves it alone rather than guess.
  */
 export function capPausedRead(body: Readable, capMs: number, upstream: string): void {
   let timer: NodeJS.Timeout | undefined
@@ -54,6 +59,8 @@ export function capPausedRead(body: Readable, capMs: number, upstream: string): 
   const start = (): void => {
     stop()
     timer = setTimeout(() => {
+      timer = undefined
+      if (body.listenerCount('readable') > 0) return // pulled, not paused: not ours to judge
       body.destroy(new ServiceError('UPSTREAM_TIMEOUT', { data: { upstream, reason: 'paused read past its cap' } }))
     }, capMs)
     timer.unref()

@@ -155,3 +155,15 @@ t.test('a body left paused past its cap is failed with UPSTREAM_TIMEOUT', async 
   const [err] = await once(body, 'error') as [unknown]
   t.ok(isServiceError(err, 'UPSTREAM_TIMEOUT'), 'paused too long')
 })
+
+t.test('a body read by async iteration is not failed by the paused-read cap', async (t) => {
+  const up = await startServer(t, (_req, res) => {
+    res.writeHead(200, { 'content-length': 3 })
+    res.write('a')
+    setTimeout(() => res.end('bc'), 400)
+  })
+  const { client } = makeClient(t, { url: up.origin, trusted: true, timeouts: { pausedReadMs: 100 } })
+  const res = await client.openArtifact(new URL(`${up.origin}/pulled.tgz`), { method: 'GET' })
+  if (res.body === null) { t.fail('no body'); return }
+  t.equal((await readAll(res.body)).toString(), 'abc')
+})
