@@ -21,7 +21,8 @@
  * `check-config` and `--help` run in this process: they start no role.
  */
 import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import { realpathSync } from 'node:fs'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { loadConfig } from '../../engine/config/load.js'
 import { formatProblems } from '../../engine/config/problems.js'
 import { v8Limits } from '../../engine/memory/v8-limits.js'
@@ -65,21 +66,25 @@ async function launch(argv: readonly string[]): Promise<void> {
   process.on('SIGHUP', () => forward('SIGTERM'))
 
   child.on('exit', (code, signal) => {
-    if (code !== null) {
-      process.exitCode = code
-      return
-    }
-    if (signal !== null && CRASH_SIGNALS.has(signal)) {
-      const detail = /heap out of memory|Reached heap limit/i.test(tail)
-        ? `heap overflow (JavaScript heap out of memory; raise the memory limit or SERVICE_RUNTIME__MAX_HEAP_BYTES)`
-        : `crashed with ${signal}`
-      process.stderr.write(`${SERVICE_EXITED} ${detail}\n`)
-      process.exitCode = EXIT.ABNORMAL
-      return
-    }
-    process.stderr.write(`${SERVICE_EXITED} stopped from outside by ${signal ?? 'an unknown cause'}, bypassing the graceful drain\n`)
-    process.exitCode = EXIT.CANCELLED
+    const outcome = childOutcome(code, signal, tail)
+    if (outcome.detail !== undefined) process.stderr.write(`${SERVICE_EXITED} ${outcome.detail}\n`)
+    process.exitCode = outcome.exitCode
   })
 }
 
-await launch(process.argv.slice(2))
+/** SPEC.md 7.2's code for how the service process ended, with the detail line when it could not write one itself. */
+export function childOutcome(code: number | null, signal: string | null, stderrTail: string): { exitCode: number; detail?: string } {
+  if (code !== null) return { exitCode: code }
+  if (signal !== null && CRASH_SIGNALS.has(signal)) {
+    const detail = /heap out of memory|Reached heap limit/i.test(stderrTail)
+      ? 'heap overflow (JavaScript heap out of memory; raise the memory limit or SERVICE_RUNTIME__MAX_HEAP_BYTES)'
+      : `crashed with ${signal}`
+    return { exitCode: EXIT.ABNORMAL, detail }
+  }
+  return { exitCode: EXIT.CANCELLED, detail: `stopped from outside by ${signal ?? 'an unknown cause'}, bypassing the graceful drain` }
+}
+
+// Run only as the entry point, so tests can import childOutcome.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  await launch(process.argv.slice(2))
+}

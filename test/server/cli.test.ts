@@ -40,3 +40,25 @@ t.test('check-config validates without starting a role; --json is one object', a
   t.equal((await bad.exited).code, 2)
   t.match(JSON.parse(bad.stdout()), { ok: false, problems: [{ path: 'server.port' }] })
 })
+
+t.test('the launcher names how the service process ended (SPEC.md 7.2)', async (t) => {
+  const { childOutcome } = await import('../../server/cli/service.js')
+  t.same(childOutcome(0, null, ''), { exitCode: 0 })
+  t.same(childOutcome(2, null, ''), { exitCode: 2 })
+  t.match(childOutcome(null, 'SIGABRT', '<--- Last few GCs --->\nFATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory'),
+    { exitCode: 1, detail: /^heap overflow/ })
+  t.match(childOutcome(null, 'SIGSEGV', ''), { exitCode: 1, detail: 'crashed with SIGSEGV' })
+  t.match(childOutcome(null, 'SIGKILL', ''), { exitCode: 3, detail: /from outside by SIGKILL/ })
+})
+
+t.test('a kill that bypasses the graceful path is exit 3; a crash is exit 1 with the service exited line', async (t) => {
+  for (const [signal, code, line] of [['SIGKILL', 3, /service: service exited: stopped from outside by SIGKILL/], ['SIGABRT', 1, /service: service exited: crashed with SIGABRT/]] as const) {
+    const run = runService(t, ['proxy'], { ...OFFLINE, SERVICE_SERVER__PORT: '0' })
+    await run.waitForOutput('proxy listening')
+    const pid = (JSON.parse(run.stdout().split('\n').find((l) => l.includes('proxy listening')) as string) as { katip: { pid: number } }).katip.pid
+    t.not(pid, run.child.pid, 'the service process runs under the launcher')
+    process.kill(pid, signal)
+    t.equal((await run.exited).code, code, signal)
+    t.match(run.stderr(), line)
+  }
+})
