@@ -1,0 +1,390 @@
+/**
+ * Reads the compiled advisory artifact (byte format in artifact-format.ts) in
+ * place: the bytes are checked once when opened (magic, version, length,
+ * checksum, and every offset and count walked against the bounds), so a
+ * corrupt or truncated artifact is refused with ADVISORY_ARTIFACT_INVALID and
+ * a lookup can never read outside the buffer.
+ *
+ * Sharing across worker threads (DESIGN.md): the proxy copies the artifact
+ * once into a SharedArrayBuffer with `shareAdvisoryArtifact`, posts that SAB
+ * to every worker, and each worker calls `openSharedAdvisoryArtifact`, which
+ * reads the same memory without copying it.
+ *
+ * A lookup encodes the queried version once into a reusable key buffer and
+ * compares bytes; it allocates only its result array, and each advisory's
+ * AdvisoryMatch object is made once, on first use, and reused after.
+ */
+import { createHash } from 'node:crypto'
+import { ServiceError } from '../errors.js'
+import type { AdvisoryDatabase, AdvisoryMatch, AdvisoryMetadata, Ecosystem } from './database.js'
+import * as F from './artifact-format.js'
+import { packageKey } from './osv-record.js'
+import { KeyWriter, writeRawKey, writeVersionKey } from './version-key.js'
+
+function invalid(reason: string): ServiceError {
+  return new ServiceError('ADVISORY_ARTIFACT_INVALID', { message: `the advisory artifact is invalid: ${reason}`, data: { reason } })
+}
+
+interface Header {
+  readonly ecosystem: Ecosystem
+  readonly metadata: AdvisoryMetadata
+  readonly packageIndex: number
+  readonly packageCount: number
+  readonly advisoryIndex: number
+  readonly advisoryCount: number
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: false })
+
+function asBytes(input: Uint8Array | SharedArrayBuffer): Uint8Array {
+  if (input instanceof Uint8Array) return input
+  if (input instanceof SharedArrayBuffer) return new Uint8Array(input)
+  throw invalid('not a byte array')
+}
+
+/** Walks the whole artifact against its bounds; throws ADVISORY_ARTIFACT_INVALID. */
+function validate(u8: Uint8Array, checksum: boolean): Header {
+  const total = u8.byteLength
+  if (total < F.HEADER_SIZE) throw invalid('shorter than its header')
+  for (let i = 0; i < F.MAGIC.length; i++) if (u8[i] !== F.MAGIC[i]) throw invalid('bad magic')
+  const view = new DataView(u8.buffer, u8.byteOffset, u8.byteLength)
+  const u32 = (at: number): number => view.getUint32(at, true)
+  const version = u32(F.H_FORMAT_VERSION)
+  if (version !== F.FORMAT_VERSION) throw invalid(`unsupported format version ${version}`)
+  if (u32(F.H_TOTAL_LENGTH) !== total) throw invalid('length does not match the header (truncated or padded)')
+  if (checksum) {
+    const digest = createHash('sha256').update(u8.subarray(F.CHECKSUM_FROM)).digest()
+    for (let i = 0; i < 32; i++) if (digest[i] !== u8[F.H_CHECKSUM + i]) throw invalid('checksum mismatch')
+  }
+  const ecoCode = view.getUint8(F.H_ECOSYSTEM)
+  const ecosystem: Ecosystem | undefined = ecoCode === F.ECOSYSTEM_CODES.js ? 'js' : ecoCode === F.ECOSYSTEM_CODES.py ? 'py' : undefined
+  if (ecosystem === undefined) throw invalid('unknown ecosystem')
+  const epssCode = view.getUint8(F.H_EPSS_STATUS)
+  if (epssCode > 2) throw invalid('unknown epss_status')
+
+  const within = (at: number, len: number, what: string): void => {
+    if (!(at >= F.HEADER_SIZE && len >= 0 && at + len <= total)) throw invalid(`${what} out of bounds`)
+  }
+  const str = (at: number, what: string): string => {
+    within(at, 4, what)
+    const len = u32(at)
+    within(at + 4, len, what)
+    return decoder.decode(u8.subarray(at + 4, at + 4 + len))
+  }
+  const skipStr = (at: number, what: string): number => {
+    within(at, 4, what)
+    const len = u32(at)
+    within(at + 4, len, what)
+    return at + 4 + len
+  }
+
+  const packageCount = u32(F.H_PACKAGE_COUNT)
+  const advisoryCount = u32(F.H_ADVISORY_COUNT)
+  const packageIndex = u32(F.H_PACKAGE_INDEX)
+  const advisoryIndex = u32(F.H_ADVISORY_INDEX)
+  within(packageIndex, packageCount * F.PACKAGE_ENTRY_SIZE, 'package index')
+  within(advisoryIndex, advisoryCount * 4, 'advisory index')
+  const osvSource = str(u32(F.H_OSV_SOURCE), 'osv source')
+  const osvSourceUrl = str(u32(F.H_OSV_SOURCE_URL), 'osv source url')
+
+  for (let i = 0; i < advisoryCount; i++) {
+    const ref = u32(advisoryIndex + i * 4)
+    within(ref, 8, 'advisory record')
+    let p = skipStr(ref + 8, 'advisory id')
+    within(p, 4, 'cve count')
+    const n = u32(p)
+    p += 4
+    if (n > (total - p) / 4) throw invalid('cve count out of bounds')
+    for (let c = 0; c < n; c++) p = skipStr(p, 'cve id')
+  }
+
+  let previous: Uint8Array | undefined
+  for (let i = 0; i < packageCount; i++) {
+    const at = packageIndex + i * F.PACKAGE_ENTRY_SIZE
+    const nameRef = u32(at)
+    const nameLen = u32(at + 4)
+    within(nameRef, nameLen, 'package name')
+    const name = u8.subarray(nameRef, nameRef + nameLen)
+    if (previous !== undefined && Buffer.compare(previous, name) >= 0) throw invalid('package index not sorted')
+    previous = name
+    const entries = u32(at + 8)
+    const entryCount = u32(at + 12)
+    if (entryCount > total / F.ENTRY_SIZE) throw invalid('entry count out of bounds')
+    within(entries, entryCount * F.ENTRY_SIZE, 'package entries')
+    for (let e = 0; e < entryCount; e++) {
+      if (u32(entries + e * F.ENTRY_SIZE) >= advisoryCount) throw invalid('advisory number out of range')
+      validateMatch(u32(entries + e * F.ENTRY_SIZE + 4))
+    }
+  }
+
+  function validateMatch(ref: number): void {
+    within(ref, 4, 'match')
+    const ranges = u32(ref)
+    let p = ref + 4
+    if (ranges > (total - p) / 4) throw invalid('range count out of bounds')
+    for (let r = 0; r < ranges; r++) {
+      within(p, 4, 'range')
+      const events = u32(p)
+      p += 4
+      if (events > (total - p) / 4) throw invalid('event count out of bounds')
+      for (let e = 0; e < events; e++) {
+        within(p, 4, 'event')
+        const kind = view.getUint8(p)
+        const flags = view.getUint8(p + 1)
+        const keyLen = view.getUint16(p + 2, true)
+        if (kind < F.EVENT_INTRODUCED || kind > F.EVENT_LIMIT) throw invalid('unknown event kind')
+        if ((flags & F.FLAG_UNBOUNDED) !== 0 ? keyLen !== 0 : keyLen === 0) throw invalid('event key length')
+        within(p + 4, keyLen, 'event key')
+        p += 4 + keyLen
+      }
+    }
+    within(p, 4, 'version count')
+    const versions = u32(p)
+    p += 4
+    if (versions > (total - p) / 4) throw invalid('version count out of bounds')
+    within(p, versions * 4, 'version keys')
+    for (let v = 0; v < versions; v++) {
+      const k = u32(p + v * 4)
+      within(k, 2, 'version key')
+      within(k + 2, view.getUint16(k, true), 'version key')
+    }
+  }
+
+  const date = (at: number): Date | undefined => {
+    const ms = view.getFloat64(at, true)
+    return Number.isFinite(ms) ? new Date(ms) : undefined
+  }
+  const compiledAt = date(F.H_COMPILED_AT)
+  if (compiledAt === undefined) throw invalid('compilation time missing')
+  const metadata: AdvisoryMetadata = Object.freeze({
+    ecosystem,
+    osvSource,
+    osvSourceUrl,
+    compiledAt,
+    newestAdvisoryAt: date(F.H_NEWEST_ADVISORY_AT),
+    epssScoreDate: date(F.H_EPSS_SCORE_DATE),
+    epssStatus: epssCode === F.EPSS_STATUS_CODES.available ? 'available' : epssCode === F.EPSS_STATUS_CODES.unavailable ? 'unavailable' : undefined,
+    rowCount: u32(F.H_ROW_COUNT),
+  })
+  return { ecosystem, metadata, packageIndex, packageCount, advisoryIndex, advisoryCount }
+}
+
+const AFFECTED = 1
+const FIX_BOUND = 2
+const NONE: readonly AdvisoryMatch[] = Object.freeze([])
+
+class CompiledAdvisoryDatabase implements AdvisoryDatabase {
+  readonly ecosystem: Ecosystem
+  readonly metadata: AdvisoryMetadata
+  readonly publishedAt: Date | undefined
+  readonly #u8: Uint8Array
+  readonly #view: DataView
+  readonly #header: Header
+  readonly #key = new KeyWriter()
+  readonly #encoder = new TextEncoder()
+  #nameScratch = new Uint8Array(256)
+  readonly #matches: Array<AdvisoryMatch | undefined>
+  #lastName: string | undefined
+  #lastPackage = -1
+
+  constructor(u8: Uint8Array, header: Header, publishedAt: Date | undefined) {
+    this.#u8 = u8
+    this.#view = new DataView(u8.buffer, u8.byteOffset, u8.byteLength)
+    this.#header = header
+    this.ecosystem = header.ecosystem
+    this.metadata = header.metadata
+    this.publishedAt = publishedAt
+    this.#matches = new Array<AdvisoryMatch | undefined>(header.advisoryCount)
+  }
+
+  affecting(name: string, version: string): readonly AdvisoryMatch[] {
+    return this.#lookup(name, version, AFFECTED)
+  }
+
+  remediating(name: string, version: string): readonly AdvisoryMatch[] {
+    return this.#lookup(name, version, FIX_BOUND)
+  }
+
+  #lookup(name: string, version: string, want: number): readonly AdvisoryMatch[] {
+    const pkg = this.#findPackage(name)
+    if (pkg < 0) return NONE
+    const at = this.#header.packageIndex + pkg * F.PACKAGE_ENTRY_SIZE
+    const entries = this.#u32(at + 8)
+    const count = this.#u32(at + 12)
+    const parsed = writeVersionKey(this.#key, this.ecosystem, version)
+    if (!parsed) {
+      if (want === FIX_BOUND) return NONE
+      writeRawKey(this.#key, version)
+    }
+    let out: AdvisoryMatch[] | undefined
+    for (let e = 0; e < count; e++) {
+      const result = this.#evaluate(this.#u32(entries + e * F.ENTRY_SIZE + 4), parsed)
+      const hit = want === AFFECTED ? (result & AFFECTED) !== 0 : result === FIX_BOUND
+      if (hit) (out ??= []).push(this.#match(this.#u32(entries + e * F.ENTRY_SIZE)))
+    }
+    return out ?? NONE
+  }
+
+  #u32(at: number): number { return this.#view.getUint32(at, true) }
+
+  /** Binary search of the package index; the last name found is remembered (a packument asks per version). */
+  #findPackage(name: string): number {
+    if (name === this.#lastName) return this.#lastPackage
+    const key = packageKey(this.ecosystem, name)
+    if (this.#nameScratch.length < key.length * 3) this.#nameScratch = new Uint8Array(key.length * 3)
+    const len = this.#encoder.encodeInto(key, this.#nameScratch).written
+    const q = this.#nameScratch
+    const u8 = this.#u8
+    let lo = 0
+    let hi = this.#header.packageCount - 1
+    let found = -1
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1
+      const at = this.#header.packageIndex + mid * F.PACKAGE_ENTRY_SIZE
+      const ref = this.#u32(at)
+      const n = this.#u32(at + 4)
+      let c = 0
+      const m = n < len ? n : len
+      for (let i = 0; i < m && c === 0; i++) c = (u8[ref + i] as number) - (q[i] as number)
+      if (c === 0) c = n - len
+      if (c === 0) { found = mid; break }
+      if (c < 0) lo = mid + 1
+      else hi = mid - 1
+    }
+    this.#lastName = name
+    this.#lastPackage = found
+    return found
+  }
+
+  /** sign(query - stored key at `at`, length `len`). */
+  #compareQuery(at: number, len: number): number {
+    const u8 = this.#u8
+    const q = this.#key.bytes
+    const qLen = this.#key.length
+    const n = qLen < len ? qLen : len
+    for (let i = 0; i < n; i++) {
+      const d = (q[i] as number) - (u8[at + i] as number)
+      if (d !== 0) return d
+    }
+    return qLen - len
+  }
+
+  /** AFFECTED and/or FIX_BOUND for one Match block (osv-evaluate.ts semantics). */
+  #evaluate(ref: number, parsed: boolean): number {
+    const view = this.#view
+    let p = ref
+    const ranges = this.#u32(p)
+    p += 4
+    let result = 0
+    for (let r = 0; r < ranges; r++) {
+      const events = this.#u32(p)
+      p += 4
+      let vulnerable = false
+      let hasLimit = false
+      let beforeLimit = false
+      let everyVersion = false
+      let bounded = false
+      for (let e = 0; e < events; e++) {
+        const kind = view.getUint8(p)
+        const flags = view.getUint8(p + 1)
+        const keyLen = view.getUint16(p + 2, true)
+        const unbounded = (flags & F.FLAG_UNBOUNDED) !== 0
+        if (parsed) {
+          // introduced "0" is below every version, limit "*" above every version.
+          const c = unbounded ? (kind === F.EVENT_INTRODUCED ? 1 : -1) : this.#compareQuery(p + 4, keyLen)
+          if (kind === F.EVENT_INTRODUCED) { if (c >= 0) vulnerable = true }
+          else if (kind === F.EVENT_FIXED) {
+            if (c >= 0) vulnerable = false
+            if (c === 0 && (flags & F.FLAG_REMEDIATES) !== 0) result |= FIX_BOUND
+          } else if (kind === F.EVENT_LAST_AFFECTED) { if (c > 0) vulnerable = false }
+          else { hasLimit = true; if (c < 0) beforeLimit = true }
+        } else if (unbounded) {
+          if (kind === F.EVENT_INTRODUCED) everyVersion = true
+        } else {
+          bounded = true
+        }
+        p += 4 + keyLen
+      }
+      if (parsed ? vulnerable && (!hasLimit || beforeLimit) : everyVersion && !bounded) result |= AFFECTED
+    }
+    const versions = this.#u32(p)
+    p += 4
+    if ((result & AFFECTED) === 0 && versions > 0) {
+      let lo = 0
+      let hi = versions - 1
+      while (lo <= hi) {
+        const mid = (lo + hi) >>> 1
+        const k = this.#u32(p + mid * 4)
+        const c = this.#compareQuery(k + 2, view.getUint16(k, true))
+        if (c === 0) { result |= AFFECTED; break }
+        if (c > 0) lo = mid + 1
+        else hi = mid - 1
+      }
+    }
+    return result
+  }
+
+  #match(advisory: number): AdvisoryMatch {
+    const cached = this.#matches[advisory]
+    if (cached !== undefined) return cached
+    let p = this.#u32(this.#header.advisoryIndex + advisory * 4)
+    const epss = this.#view.getFloat64(p, true)
+    p += 8
+    const id = this.#str(p)
+    p += 4 + this.#u32(p)
+    const n = this.#u32(p)
+    p += 4
+    const cves: string[] = []
+    for (let i = 0; i < n; i++) {
+      cves.push(this.#str(p))
+      p += 4 + this.#u32(p)
+    }
+    const match: AdvisoryMatch = Object.freeze({ id, cves: Object.freeze(cves), epss: Number.isNaN(epss) ? undefined : epss })
+    this.#matches[advisory] = match
+    return match
+  }
+
+  #str(at: number): string {
+    const len = this.#u32(at)
+    return decoder.decode(this.#u8.subarray(at + 4, at + 4 + len))
+  }
+}
+
+/**
+ * Opens an artifact from bytes (a Uint8Array or a SharedArrayBuffer holding
+ * exactly the artifact), verifying its checksum and structure. The bytes are
+ * read in place, not copied: the caller must not change them afterwards.
+ * `publishedAt` is the store object's publication time (SPEC.md 2.9).
+ */
+export function loadAdvisoryArtifact(bytes: Uint8Array | SharedArrayBuffer, publishedAt?: Date): AdvisoryDatabase {
+  const u8 = asBytes(bytes)
+  return new CompiledAdvisoryDatabase(u8, validate(u8, true), publishedAt)
+}
+
+/**
+ * Verifies an artifact and copies it, once, into a new SharedArrayBuffer to
+ * post to workers. Throws ADVISORY_ARTIFACT_INVALID before copying anything.
+ */
+export function shareAdvisoryArtifact(bytes: Uint8Array): SharedArrayBuffer {
+  validate(bytes, true)
+  const shared = new SharedArrayBuffer(bytes.byteLength)
+  new Uint8Array(shared).set(bytes)
+  return shared
+}
+
+/**
+ * Opens, without copying, an artifact that `shareAdvisoryArtifact` placed in
+ * a SharedArrayBuffer (typically in another worker). The checksum was
+ * verified when it was shared; the structure is walked again so that no
+ * lookup can read out of bounds whatever the buffer holds.
+ */
+export function openSharedAdvisoryArtifact(shared: SharedArrayBuffer, publishedAt?: Date): AdvisoryDatabase {
+  if (!(shared instanceof SharedArrayBuffer)) throw invalid('not a SharedArrayBuffer')
+  const u8 = new Uint8Array(shared)
+  return new CompiledAdvisoryDatabase(u8, validate(u8, false), publishedAt)
+}
+
+/** The metadata recorded in an artifact's header, after full verification. */
+export function readAdvisoryArtifactMetadata(bytes: Uint8Array | SharedArrayBuffer): AdvisoryMetadata {
+  return validate(asBytes(bytes), true).metadata
+}
