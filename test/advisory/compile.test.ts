@@ -2,7 +2,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { ManualClock } from '../../engine/clock.js'
 import { isServiceError } from '../../engine/errors.js'
 import { RecordingLogger } from '../../engine/log/logger.js'
@@ -36,7 +36,7 @@ const npmRecords = [
 
 const ids = (list: readonly { id: string }[]): string[] => list.map((m) => m.id).sort()
 
-async function setup(t: Tap.Test) {
+async function setup(t: Test) {
   // 123bla's MAL-2024-10238 comes from the osv-linter fixture instead (an export holds each id once).
   const pypiMal = await zipRecords(PYPI_MAL_ZIP, (n) => /\/(admcheck|admcheck2)\//.test(n))
   const pypiRecords = [
