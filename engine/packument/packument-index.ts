@@ -20,8 +20,7 @@ export const VERSION_HAS_INSTALL_SCRIPT = 1 // scripts.preinstall, install or po
 export const VERSION_HAS_INSTALL_SCRIPT_MEMBER = 2 // the manifest carries `hasInstallScript` itself
 export const VERSION_HAS_BUNDLE_DEPENDENCIES = 4 // the manifest carries `bundleDependencies`
 
-/** Codes of the manifest-member pool (abbreviated rendering). */
-export const MEMBER_DROP = 0
+/** Codes of the manifest-member pool, which holds only the members the abbreviated form renders. */
 export const MEMBER_KEEP = 1
 /** `bundledDependencies`: kept as `bundleDependencies` when that is absent. */
 export const MEMBER_BUNDLED = 2

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto'
 import { Buffer } from 'node:buffer'
 import {
-  MEMBER_BUNDLED, MEMBER_DROP, MEMBER_STRIDE,
+  MEMBER_BUNDLED, MEMBER_STRIDE,
   VERSION_HAS_BUNDLE_DEPENDENCIES, VERSION_HAS_INSTALL_SCRIPT, VERSION_HAS_INSTALL_SCRIPT_MEMBER,
   type PackumentIndex,
 } from './packument-index.js'
@@ -33,9 +33,9 @@ const COLON = encoder.encode(':')
 const BUNDLE_KEY = encoder.encode('"bundleDependencies":')
 const INSTALL_SCRIPT = encoder.encode('"hasInstallScript":true')
 
-/** A list of pieces (source slices or literals) measured, then copied once. */
+/** A list of pieces (source slices, bytes or strings) measured, then copied once. */
 class OutputBuilder {
-  readonly #sources: Array<SourceBytes | Uint8Array> = []
+  readonly #sources: Array<SourceBytes | Uint8Array | string> = []
   readonly #starts: number[] = []
   readonly #ends: number[] = []
   #length = 0
@@ -55,24 +55,34 @@ class OutputBuilder {
     this.#length += bytes.length
   }
 
-  text(text: string): void { this.bytes(encoder.encode(text)) }
+  /** Text written as UTF-8 straight into the output, without an intermediate array. */
+  text(text: string): void {
+    const length = Buffer.byteLength(text, 'utf8')
+    this.#sources.push(text)
+    this.#starts.push(0)
+    this.#ends.push(length)
+    this.#length += length
+  }
 
   json(value: string): void { this.text(JSON.stringify(value)) }
 
   finish(): Uint8Array {
-    const out = new Uint8Array(this.#length)
+    const out = Buffer.allocUnsafeSlow(this.#length)
     let at = 0
     const sources = this.#sources
     for (let k = 0; k < sources.length; k++) {
       const source = sources[k]!
-      if (source instanceof Uint8Array) {
+      if (typeof source === 'string') {
+        at += out.write(source, at, 'utf8')
+      } else if (source instanceof Uint8Array) {
         out.set(source, at)
         at += source.length
       } else {
         at = source.copyTo(out, at, this.#starts[k]!, this.#ends[k]!)
       }
     }
-    return out
+    // A plain Uint8Array over the body's own ArrayBuffer, so it moves between threads whole.
+    return new Uint8Array(out.buffer, out.byteOffset, out.byteLength)
   }
 }
 
@@ -113,7 +123,6 @@ function abbreviatedManifest(out: OutputBuilder, planned: PlannedVersion, index:
   const end = (entry.memberFirst + entry.memberCount) * MEMBER_STRIDE
   for (let p = entry.memberFirst * MEMBER_STRIDE; p < end; p += MEMBER_STRIDE) {
     const code = pool[p + 3]!
-    if (code === MEMBER_DROP) continue
     if (code === MEMBER_BUNDLED) {
       if ((entry.flags & VERSION_HAS_BUNDLE_DEPENDENCIES) !== 0) continue
       if (!first) out.bytes(COMMA)

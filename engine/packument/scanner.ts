@@ -22,7 +22,7 @@
 import { ServiceError } from '../errors.js'
 import { ABBREVIATED_MANIFEST_FIELDS, INSTALL_SCRIPTS } from './abbreviated-fields.js'
 import {
-  MEMBER_BUNDLED, MEMBER_DROP, MEMBER_KEEP, MEMBER_STRIDE,
+  MEMBER_BUNDLED, MEMBER_KEEP, MEMBER_STRIDE,
   VERSION_HAS_BUNDLE_DEPENDENCIES, VERSION_HAS_INSTALL_SCRIPT, VERSION_HAS_INSTALL_SCRIPT_MEMBER,
   VersionEntry,
   type Member, type PackumentIndex,
@@ -182,7 +182,8 @@ export class PackumentScanner {
       versions: this.#versions,
       time: this.#time,
       distTags: this.#distTags,
-      memberPool: this.#pool.subarray(0, this.#poolLength),
+      // A copy of exact size, so the doubling slack is not held until render.
+      memberPool: this.#pool.slice(0, this.#poolLength),
       membersRecorded: this.#recordMembers,
     }
   }
@@ -591,13 +592,15 @@ export class PackumentScanner {
         // Only the abbreviated form reads manifest members.
         if (!this.#recordMembers) return
         const entry = this.#version!
-        let code = MEMBER_DROP
+        let code: number
         if (ABBREVIATED_MANIFEST_FIELDS.has(key)) {
           code = MEMBER_KEEP
           if (key === 'hasInstallScript') entry.flags |= VERSION_HAS_INSTALL_SCRIPT_MEMBER
           else if (key === 'bundleDependencies') entry.flags |= VERSION_HAS_BUNDLE_DEPENDENCIES
         } else if (key === 'bundledDependencies') {
           code = MEMBER_BUNDLED
+        } else {
+          return // never rendered: not worth its 16 bytes
         }
         this.#poolPush(this.#keyStart[depth]!, valueStart, end, code)
         return

@@ -6,6 +6,12 @@
  */
 import { Buffer } from 'node:buffer'
 
+/** Node's Buffer decoders behind toString (present since Node 0.x; used only when there). */
+interface FastSlices {
+  readonly latin1Slice?: (start: number, end: number) => string
+  readonly utf8Slice?: (start: number, end: number) => string
+}
+
 export class SourceBytes {
   readonly #chunks: Buffer[] = []
   readonly #starts: number[] = []
@@ -86,7 +92,12 @@ export class SourceBytes {
     const k = this.#locate(start)
     const base = this.#starts[k]!
     const chunk = this.#chunks[k]!
-    if (end - base <= chunk.length) return chunk.toString(encoding, start - base, end - base)
+    if (end - base <= chunk.length) {
+      // Buffer's own slice methods skip toString's argument handling, which
+      // costs more than the decode on the short strings read here.
+      const fast = (chunk as unknown as FastSlices)[encoding === 'latin1' ? 'latin1Slice' : 'utf8Slice']
+      return typeof fast === 'function' ? fast.call(chunk, start - base, end - base) : chunk.toString(encoding, start - base, end - base)
+    }
     const out = Buffer.allocUnsafe(end - start)
     this.copyTo(out, 0, start, end)
     return out.toString(encoding)

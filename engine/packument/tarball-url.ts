@@ -26,6 +26,7 @@ export function tarballFilenameSegment(url: string): string | undefined {
 
 /** The decoded file name the artifact route compares against (engine/npm/names.ts validateArtifactFilename). */
 export function decodeFilename(segment: string): string {
+  if (!segment.includes('%')) return segment
   try {
     return decodeURIComponent(segment)
   } catch {

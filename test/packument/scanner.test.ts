@@ -81,7 +81,7 @@ t.test('the index holds the slices a packument needs', async (t) => {
     const text = index.source.utf8(index.memberPool[p]!, index.memberPool[p + 2]!)
     keys.push(Object.keys(JSON.parse(`{${text}}`))[0]!)
   }
-  t.same(keys, Object.keys(doc.versions['1.0.0']), 'each manifest member is recorded')
+  t.same(keys, ['name', 'version', 'dist'], 'the members the abbreviated form keeps are recorded')
 })
 
 t.test('malformed JSON is UPSTREAM_DECODE, whatever the chunking', async (t) => {

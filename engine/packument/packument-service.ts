@@ -1,0 +1,177 @@
+/**
+ * `GET /js/{package}` as a use case (SPEC.md 4.2, 8.1, 6.3 cache semantics):
+ * fetch the private and public documents concurrently, charging every
+ * decompressed chunk to the request's admission before it is kept; hand the
+ * chunks to the renderer (a worker of the Piscina pool, injected as a
+ * function so engine/ never names a worker file); decide the status; retain
+ * the assembled answer and the selected versions the artifact route reads.
+ *
+ * Statuses when no version survives follow the most recoverable cause: a
+ * transient upstream or advisory condition (503) beats a policy withholding
+ * (403), which beats an upstream that answered for another package (502),
+ * which beats a forwarded miss (404). An upstream failing while the other
+ * answers is no error when versions survive.
+ */
+import type { Ecosystem } from '../advisory/database.js'
+import type { AssembledResponse, MetadataCache } from '../cache/metadata-cache.js'
+import { assembledKey, selectedVersionKey } from '../cache/metadata-cache.js'
+import type { Clock } from '../clock.js'
+import { isServiceError, ServiceError } from '../errors.js'
+import type { Admission } from '../memory/gate.js'
+import { PAUSE_CAP_UPSTREAM_READ_MS, REQUEST_TIMEOUT_MS } from '../memory/gate.js'
+import type { UpstreamClient } from '../upstream/upstream-client.js'
+import { withholdingError, type SelectedVersion } from './merge.js'
+import type { PackumentOutcome } from './pipeline.js'
+import type { StructureLimits } from './scanner.js'
+
+/** SPEC.md 8.1: bytes charged per decompressed source byte of a listing. */
+export const SOURCE_CHARGE_PER_BYTE: Readonly<Record<Ecosystem, number>> = Object.freeze({ js: 1.1, py: 3.2 })
+
+export interface RenderJob {
+  readonly packageName: string
+  readonly abbreviated: boolean
+  readonly now: number
+  readonly privateChunks: readonly Uint8Array[] | undefined
+  readonly publicChunks: readonly Uint8Array[] | undefined
+  /** Charges the response's share before rendering; rejects when refused. */
+  readonly charge: (bytes: number) => Promise<void>
+  readonly signal: AbortSignal
+}
+
+/** Scan, merge, gate and render one packument: in production a Piscina task. */
+export type Renderer = (job: RenderJob) => Promise<PackumentOutcome>
+
+export interface SelectedArtifact extends SelectedVersion {
+  /** The upstream's publish time of the version, for quarantine at artifact time. */
+  readonly publishedAt: Date | undefined
+}
+
+export interface PackumentServiceOptions {
+  readonly ecosystem: Ecosystem
+  readonly privateClient: UpstreamClient | undefined
+  readonly publicClient: UpstreamClient | undefined
+  readonly render: Renderer
+  readonly cache: MetadataCache<SelectedArtifact>
+  readonly clock: Clock
+  /** Changes when the rules or the serving advisory database change; part of the assembled key. */
+  readonly generation: () => number
+  /** Decisions the main thread must see (outage tracking). */
+  readonly observe: (outcome: PackumentOutcome) => void
+}
+
+export interface PackumentRequest {
+  /** The decoded package name. */
+  readonly packageName: string
+  readonly abbreviated: boolean
+  readonly admission: Admission
+  readonly signal: AbortSignal
+}
+
+type Fetched =
+  | { readonly kind: 'document'; readonly chunks: Uint8Array[] }
+  | { readonly kind: 'miss' }
+  | { readonly kind: 'failed'; readonly error: ServiceError }
+  | { readonly kind: 'absent' }
+
+/** Larger is more recoverable (SPEC.md 4.2). */
+function recoverability(error: ServiceError): number {
+  if (error.status === 503) return 5
+  if (error.code === 'POLICY_WITHHELD') return 4
+  if (error.status === 500) return 3
+  if (error.code === 'UPSTREAM_WRONG_PACKAGE') return 2
+  if (error.status === 404) return 1
+  return 0
+}
+
+export function mostRecoverable(errors: readonly ServiceError[]): ServiceError | undefined {
+  let best: ServiceError | undefined
+  for (const error of errors) if (best === undefined || recoverability(error) > recoverability(best)) best = error
+  return best
+}
+
+export class PackumentService {
+  readonly #o: PackumentServiceOptions
+
+  constructor(options: PackumentServiceOptions) {
+    this.#o = options
+  }
+
+  /** The assembled answer (from the store, or led or joined). */
+  async assemble(request: PackumentRequest): Promise<AssembledResponse> {
+    const { ecosystem, cache, generation } = this.#o
+    const form = request.abbreviated ? 'abbreviated' : 'full'
+    const key = assembledKey(ecosystem, request.packageName, form, generation())
+    return cache.assembled.load(key, (signal) => this.#load(request, signal), request.signal)
+  }
+
+  /** Reads the selected version for an artifact file name, fetching the public document when the store lacks it. */
+  async selectVersion(packageName: string, filename: string, admission: Admission, signal: AbortSignal): Promise<SelectedArtifact | undefined> {
+    const { ecosystem, cache } = this.#o
+    const key = selectedVersionKey(ecosystem, packageName, filename)
+    const hit = cache.version.peek(key)
+    if (hit !== undefined) return hit
+    // A lockfile install reads no metadata first: select through the public document, gated like any other read.
+    await this.assemble({ packageName, abbreviated: true, admission, signal }).catch((error: unknown) => {
+      if (!isServiceError(error) || error.code !== 'POLICY_WITHHELD') throw error
+    })
+    return cache.version.peek(key)
+  }
+
+  async #load(request: PackumentRequest, signal: AbortSignal): Promise<AssembledResponse> {
+    const { privateClient, publicClient, ecosystem } = this.#o
+    const perByte = SOURCE_CHARGE_PER_BYTE[ecosystem]
+    const fetchFrom = async (client: UpstreamClient | undefined): Promise<Fetched> => {
+      if (client === undefined) return { kind: 'absent' }
+      try {
+        const result = await client.fetchDocument(request.packageName, {
+          signal,
+          onChunk: (chunk) => {
+            const bytes = Math.ceil(chunk.byteLength * perByte)
+            if (request.admission.tryCharge(bytes)) return undefined
+            return request.admission.charge(bytes, { timeoutMs: PAUSE_CAP_UPSTREAM_READ_MS, signal })
+          },
+        })
+        return result.kind === 'document' ? { kind: 'document', chunks: result.chunks } : { kind: 'miss' }
+      } catch (error) {
+        if (signal.aborted) throw error
+        return { kind: 'failed', error: isServiceError(error) ? error : new ServiceError('UPSTREAM_UNAVAILABLE', { cause: error }) }
+      }
+    }
+    const [priv, pub] = await Promise.all([fetchFrom(privateClient), fetchFrom(publicClient)])
+    const failures = [priv, pub].flatMap((f) => (f.kind === 'failed' ? [f.error] : []))
+    const privateChunks = priv.kind === 'document' ? priv.chunks : undefined
+    const publicChunks = pub.kind === 'document' ? pub.chunks : undefined
+    if (privateChunks === undefined && publicChunks === undefined) {
+      throw mostRecoverable(failures) ?? new ServiceError('UPSTREAM_MISS')
+    }
+
+    let outcome: PackumentOutcome
+    try {
+      outcome = await this.#o.render({
+        packageName: request.packageName,
+        abbreviated: request.abbreviated,
+        now: this.#o.clock.now(),
+        privateChunks,
+        publicChunks,
+        charge: (bytes) => request.admission.charge(bytes, { timeoutMs: REQUEST_TIMEOUT_MS, signal }),
+        signal,
+      })
+    } catch (error) {
+      throw mostRecoverable([...failures, isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })])
+    }
+    this.#o.observe(outcome)
+    this.#retainSelected(request.packageName, outcome)
+    if (outcome.body === undefined || outcome.etag === undefined) {
+      const withheld = withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')
+      throw mostRecoverable([...failures, withheld])
+    }
+    return { body: outcome.body, etag: outcome.etag }
+  }
+
+  #retainSelected(packageName: string, outcome: PackumentOutcome): void {
+    const { ecosystem, cache } = this.#o
+    for (const selected of outcome.selected) {
+      cache.version.set(selectedVersionKey(ecosystem, packageName, selected.filename), selected as SelectedArtifact)
+    }
+  }
+}
