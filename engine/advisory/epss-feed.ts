@@ -9,9 +9,9 @@
 import { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import { createGunzip } from 'node:zlib'
-import { request, type Dispatcher } from 'undici'
+import type { Dispatcher } from 'undici'
 import { ServiceError } from '../errors.js'
-import { fetchTarget } from './source-url.js'
+import { getSource } from './source-request.js'
 
 export interface EpssFeed {
   /** EPSS probability (0..1) by CVE id, for the CVEs asked for (all when none were named). */
@@ -120,8 +120,8 @@ export async function readEpssFeed(body: AsyncIterable<Uint8Array>, wanted?: Rea
 }
 
 /**
- * Fetches and parses the feed with a plain undici request (no redirects are
- * followed). Throws a ServiceError: UPSTREAM_UNAVAILABLE for a transport
+ * Fetches and parses the feed with a plain undici GET (source-request.ts; no
+ * redirects are followed). Throws a ServiceError: UPSTREAM_UNAVAILABLE for a transport
  * failure or a non-2xx answer, UPSTREAM_DECODE for a malformed body.
  */
 export async function fetchEpssFeed(
@@ -129,8 +129,7 @@ export async function fetchEpssFeed(
 ): Promise<EpssFeed> {
   let res: Dispatcher.ResponseData
   try {
-    const target = fetchTarget(new URL(typeof url === 'string' ? url : url.href))
-    res = await request(target.url, { headers: target.headers, ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }) })
+    res = await getSource(new URL(typeof url === 'string' ? url : url.href), options.dispatcher)
   } catch (err) {
     throw new ServiceError('UPSTREAM_UNAVAILABLE', { message: 'the EPSS feed could not be fetched', cause: err })
   }

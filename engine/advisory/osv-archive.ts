@@ -9,11 +9,11 @@ import { createWriteStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
-import { request, type Dispatcher } from 'undici'
+import type { Dispatcher } from 'undici'
 import yauzl from 'yauzl'
 import { ServiceError } from '../errors.js'
 import type { OsvRecord } from './osv-record.js'
-import { fetchTarget } from './source-url.js'
+import { getSource } from './source-request.js'
 
 /** One OSV record is a few kB; anything far larger is not a record (or is a zip bomb). */
 export const MAX_RECORD_BYTES = 16 * 1024 * 1024
@@ -37,8 +37,7 @@ export async function downloadArchive(url: URL, tmpDir: string, dispatcher?: Dis
   try {
     let res: Dispatcher.ResponseData
     try {
-      const target = fetchTarget(url)
-      res = await request(target.url, { headers: target.headers, ...(dispatcher === undefined ? {} : { dispatcher }) })
+      res = await getSource(url, dispatcher)
     } catch (err) {
       throw new ServiceError('UPSTREAM_UNAVAILABLE', { message: 'the OSV export could not be fetched', cause: err })
     }

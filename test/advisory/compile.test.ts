@@ -45,7 +45,13 @@ async function setup(t: Test) {
   ]
   const emba = embaScores()
   const feed = epssFeedGz(emba)
+  let drops = 0
   const peer = await serve({
+    // Drops the connection of the first request without answering; answers the second.
+    '/epss-flaky/feed.csv.gz': (req, res) => {
+      if (drops++ === 0) { req.socket.destroy(); return }
+      res.end(feed)
+    },
     '/osv/npm/all.zip': exportZip(npmRecords),
     '/osv/PyPI/all.zip': exportZip(pypiRecords),
     '/epss/epss_scores-current.csv.gz': feed,
@@ -218,6 +224,13 @@ t.test('compile over HTTP', async (t) => {
       t.equal(m.length, 2, 'advisories still there')
       t.same(m.map((x) => x.epss), [undefined, undefined], 'without EPSS values')
     }
+  })
+
+  t.test('a GET that fails before any response is retried once', async (t) => {
+    const logger = new RecordingLogger()
+    const out = await compileEcosystem({ ecosystem: 'js', osvExportBaseUrl: `${s.peer.base}/osv`, epssFeedUrl: `${s.peer.base}/epss-flaky/feed.csv.gz`, tmpDir: s.tmp, clock, logger })
+    t.equal(out.summary.epssStatus, 'available')
+    t.equal(s.peer.requests.filter((u) => u.startsWith('/epss-flaky/')).length, 2)
   })
 
   t.test('an OSV failure fails the compile and leaves nothing behind', async (t) => {
