@@ -98,6 +98,10 @@ const LITERALS = [
   new Uint8Array([0x6e, 0x75, 0x6c, 0x6c]), // null
 ] as const
 
+/** Bytes a string's inner loop passes over: printable ASCII other than '"' and '\\'. */
+const STRING_PLAIN = new Uint8Array(256)
+for (let c = 0x20; c <= 0x7e; c++) STRING_PLAIN[c] = c === 0x22 || c === 0x5c ? 0 : 1
+
 /** Byte classes of hex digits, for \uXXXX. */
 const HEX = new Uint8Array(256)
 for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1
@@ -210,12 +214,9 @@ export class PackumentScanner {
       switch (state) {
         case S_STRING: {
           // The hot loop: most of a packument's bytes are inside strings.
-          while (i < n) {
-            c = buf[i]!
-            if (c === 0x22 || c === 0x5c || c < 0x20 || c > 0x7e) break
-            i++
-          }
+          while (i < n && STRING_PLAIN[buf[i]!] === 1) i++
           if (i >= n) break
+          c = buf[i]!
           if (c === 0x22) {
             i++
             if (inKey) {
@@ -328,7 +329,10 @@ export class PackumentScanner {
           c = buf[i]!
           if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
             i++
-            break
+            // Whitespace before a value is usually one byte; take the value here.
+            if (i >= n) break
+            c = buf[i]!
+            if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) break
           }
           if (c === 0x5d && state === S_ARRAY_FIRST) {
             i++
@@ -495,6 +499,11 @@ export class PackumentScanner {
     }
     const from = start + 1 - base
     const to = end - 1 - base
+    if (!this.#recordMembers && from >= 0 && this.#roles[depth] === R_MANIFEST) {
+      // The full form reads one manifest key, `dist`; compare its bytes, decode nothing.
+      this.#keys[depth] = to - from === 4 && buf[from] === 0x64 && buf[from + 1] === 0x69 && buf[from + 2] === 0x73 && buf[from + 3] === 0x74 ? 'dist' : ''
+      return
+    }
     if (from < 0 || to - from > 32) {
       this.#keys[depth] = this.#source.ascii(start + 1, end - 1)
       return

@@ -68,8 +68,13 @@ export class SourceBytes {
       const base = starts[k]!
       const from = pos - base
       const to = Math.min(chunk.length, end - base)
-      out.set(chunk.subarray(from, to), at)
-      at += to - from
+      if (to - from <= 32) {
+        // Most pieces of a render are a few bytes: a loop beats allocating a view.
+        for (let p = from; p < to; p++) out[at++] = chunk[p]!
+      } else {
+        chunk.copy(out, at, from, to)
+        at += to - from
+      }
       pos = base + to
       k++
     }
