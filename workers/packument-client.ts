@@ -44,7 +44,8 @@ export interface PackumentJob {
 function transferable(chunk: Uint8Array): ArrayBuffer {
   const buffer = chunk.buffer
   if (buffer instanceof ArrayBuffer && chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength) return buffer
-  return chunk.slice().buffer as ArrayBuffer
+  // Uint8Array.prototype.slice copies; a Buffer's own slice() would not (it is a view).
+  return Uint8Array.prototype.slice.call(chunk).buffer as ArrayBuffer
 }
 
 export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promise<PackumentOutcome> {

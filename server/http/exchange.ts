@@ -82,11 +82,15 @@ export class Exchange {
     if (this.#closed) return
     const draining = this.#hooks.draining()
     this.#write(() => {
-      this.#writeHead(status, headers, draining)
       if (options.head === true) {
-        const length = headers['content-length']
-        this.#res.endWithoutBody(length === undefined ? undefined : Number(length), draining)
+        // uWS writes the reported length itself; a second content-length header would be invalid.
+        const { 'content-length': length, ...rest } = headers
+        this.#writeHead(status, rest, draining)
+        // uWS refuses an undefined length: without one (a 304), the `connection: close` header alone asks the client to close.
+        if (length === undefined) this.#res.endWithoutBody()
+        else this.#res.endWithoutBody(Number(length), draining)
       } else {
+        this.#writeHead(status, headers, draining)
         this.#res.end(body ?? '', draining)
       }
     })

@@ -1,32 +1,136 @@
 /**
  * The proxy role's composition root: the one place its objects are made and
- * wired (DESIGN.md). It serves the `/js` mount's routes and the probes on
- * `SERVICE_SERVER__PORT`.
+ * wired (DESIGN.md). It computes the memory plan from the cgroup, starts the
+ * admission gate and its sampler, the Piscina pool sized by the plan, the
+ * upstream clients, the metadata cache and the per-mount policy, and serves
+ * the `/js` mount's routes and the probes on `SERVICE_SERVER__PORT`.
  */
-import { needsAdvisoryDatabase } from '../../engine/policy/advisory-max-age.js'
+import { Piscina } from 'piscina'
+import { AdvisorySlot } from '../../engine/advisory/advisory-slot.js'
+import { MetadataCache } from '../../engine/cache/metadata-cache.js'
+import type { MountConfig } from '../../engine/config/config.js'
 import { MOUNT_KEYS } from '../../engine/config/schema.js'
+import { AdmissionGate } from '../../engine/memory/gate.js'
+import { logPlan } from '../../engine/memory/plan-report.js'
+import { BudgetSampler } from '../../engine/memory/sampler.js'
+import { memoryInUseReader } from '../../engine/memory/cgroup.js'
+import { v8Limits } from '../../engine/memory/v8-limits.js'
+import { PackumentService, type SelectedArtifact } from '../../engine/packument/packument-service.js'
+import type { PackumentOutcome } from '../../engine/packument/pipeline.js'
+import { maxAgeFor, needsAdvisoryDatabase } from '../../engine/policy/advisory-max-age.js'
+import { AdvisoryOutage } from '../../engine/policy/advisory-outage.js'
+import type { AdvisoryObservation } from '../../engine/policy/decision.js'
+import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
+import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
+import { runPackumentTask } from '../../workers/packument-client.js'
+import type { PolicyGateOptions } from '../../workers/policy-gate.js'
 import { FrontDoor } from '../http/front-door.js'
 import { Liveness } from '../health/liveness.js'
 import { Readiness } from '../health/readiness.js'
 import { mountFallback, mountJs } from '../routes/js-mount.js'
+import { createPackumentHandler } from '../routes/packument-route.js'
 import { mountProbes } from '../routes/probes.js'
 import type { RoleContext, RunningRole } from './role-context.js'
+import { planFor } from './runtime-plan.js'
 
 export const PROXY_LISTENING = 'proxy listening'
+export const ADVISORY_MAX_AGE = 'advisory database maximum age'
+
+/** Entries bound of the shared metadata cache; the byte bound comes from the plan. */
+const CACHE_MAX_ENTRIES = 50_000
 
 export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
-  const { config, logger } = ctx
+  const { config, logger, clock } = ctx
+  const plan = await planFor(config)
+  logPlan(plan, logger)
+  const limits = v8Limits(plan)
+  const gate = AdmissionGate.fromPlan(plan)
+  const sampler = new BudgetSampler({ gate, plan, readMemoryInUse: memoryInUseReader(config.runtime.cgroupPath) })
+  sampler.start()
+
+  const pool = new Piscina({
+    filename: siblingModule('../../workers/packument-task'),
+    minThreads: limits.poolThreads,
+    maxThreads: limits.poolThreads,
+    idleTimeout: 60_000,
+    resourceLimits: limits.workerResourceLimits,
+  })
+  pool.on('error', (error: unknown) => logger.error('packument worker failed', { error: String(error) }))
+
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger })
   const readiness = new Readiness()
   const liveness = new Liveness()
+  const marker = hopMarker(config.server.baseUrl)
+  const counters = new UpstreamFetchCounters()
+  const clients: UpstreamClient[] = []
+
+  const jsMount = config.mounts.js
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]
     if (mount !== undefined) readiness.addMount(key, needsAdvisoryDatabase(mount.rules))
   }
 
   mountProbes(door, liveness, readiness)
-  if (config.mounts.js !== undefined) {
-    mountJs(door, { hopMarker: hopMarker(config.server.baseUrl), handlers: {} })
+  if (jsMount !== undefined) {
+    const privateClient = jsMount.upstreams.private === undefined ? undefined : new UpstreamClient({
+      url: jsMount.upstreams.private.url,
+      trusted: true,
+      ...(jsMount.upstreams.private.token === undefined ? {} : { token: jsMount.upstreams.private.token }),
+      maxResponseBytes: plan.maxResponseBytes.value,
+      proxyId: marker,
+      logger,
+      counters,
+    })
+    const publicClient = jsMount.upstreams.public === undefined ? undefined : new UpstreamClient({
+      url: jsMount.upstreams.public.url,
+      trusted: false,
+      ...(jsMount.upstreams.public.caFile === undefined ? {} : { caFile: jsMount.upstreams.public.caFile }),
+      allowHosts: jsMount.upstreams.public.allowHosts,
+      allowInternalRanges: jsMount.upstreams.public.allowInternalRanges,
+      respectUpstreamTarballHost: config.respectUpstreamTarballHost,
+      maxResponseBytes: plan.maxResponseBytes.value,
+      proxyId: marker,
+      logger,
+      counters,
+    })
+    for (const client of [privateClient, publicClient]) if (client !== undefined) clients.push(client)
+
+    const policy = mountPolicy(jsMount, ctx)
+    const cache = new MetadataCache<SelectedArtifact>({
+      maxBytes: plan.cacheBudgetBytes.value,
+      maxEntries: CACHE_MAX_ENTRIES,
+      clock,
+      selectedVersionSize: (v) => 256 + v.tarball.length + (v.integrity?.length ?? 0) + v.filename.length,
+    })
+    const gateModule = siblingModule('../../workers/policy-gate')
+    const service = new PackumentService({
+      ecosystem: 'js',
+      privateClient,
+      publicClient,
+      cache,
+      clock,
+      generation: () => policy.slot.generation,
+      observe: policy.observe,
+      render: (job) => runPackumentTask(pool, {
+        packageName: job.packageName,
+        baseUrl: config.server.baseUrl,
+        abbreviated: job.abbreviated,
+        ecosystem: 'js',
+        limits: structureLimits(config.limits),
+        now: job.now,
+        privateChunks: job.privateChunks,
+        publicChunks: job.publicChunks,
+        gate: { module: gateModule, options: policy.gateOptions() },
+        charge: (bytes) => job.charge(bytes),
+        signal: job.signal,
+      }),
+    })
+    mountJs(door, {
+      hopMarker: marker,
+      handlers: {
+        packument: createPackumentHandler({ service, gate, logger }),
+      },
+    })
   }
   mountFallback(door)
 
@@ -37,11 +141,75 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     door,
     readiness,
     liveness,
-    release: async () => {},
+    release: async () => {
+      sampler.stop()
+      await Promise.allSettled(clients.map((c) => c.close()))
+      await pool.destroy()
+    },
   }
 }
 
-/** The `Via` pseudonym of this deployment: every replica behind one base URL shares it. */
+interface MountPolicy {
+  readonly slot: AdvisorySlot
+  readonly outage: AdvisoryOutage
+  readonly gateOptions: () => PolicyGateOptions
+  readonly observe: (outcome: PackumentOutcome) => void
+}
+
+function mountPolicy(mount: MountConfig, ctx: RoleContext): MountPolicy {
+  const { config, logger, clock } = ctx
+  const maxAge = maxAgeFor(mount.rules, config.advisories.maxAgeSeconds)
+  logger.info(ADVISORY_MAX_AGE, { ecosystem: mount.key, seconds: maxAge.seconds, origin: maxAge.origin })
+  const slot = new AdvisorySlot()
+  const outage = new AdvisoryOutage({ ecosystem: mount.key, logger, clock })
+  return {
+    slot,
+    outage,
+    gateOptions: () => {
+      const serving = slot.serving
+      return {
+        generation: slot.generation,
+        ecosystem: mount.key,
+        rules: mount.rules,
+        maxAgeSeconds: maxAge.seconds,
+        advisory: serving === undefined ? undefined : { shared: serving.shared, publishedAt: serving.publishedAt?.getTime() },
+      }
+    },
+    observe: (outcome) => {
+      const failing: AdvisoryObservation[] = []
+      for (const { decision } of outcome.observations) for (const o of decision.advisory) if (o.cause !== undefined) failing.push(o)
+      if (failing.length > 0) outage.observe(failing)
+      else if (outcome.advisoryAnswered.length > 0) outage.observe(outcome.advisoryAnswered.map((rule) => ({ rule, cause: undefined })))
+    },
+  }
+}
+
+/**
+ * Automatic structural limits (SPEC.md 8 leaves them "not shown"): the
+ * largest real packuments hold a few thousand versions; 50,000 versions or
+ * artifacts is absurd for any real package and still far below what the
+ * ingest ceiling lets through.
+ */
+export const AUTOMATIC_MAX_VERSION_COUNT = 50_000
+export const AUTOMATIC_MAX_ARTIFACT_COUNT = 50_000
+
+function structureLimits(limits: { maxVersionCount: number; maxArtifactCount: number }): { maxVersionCount: number; maxArtifactCount: number } {
+  return {
+    maxVersionCount: limits.maxVersionCount === 0 ? AUTOMATIC_MAX_VERSION_COUNT : limits.maxVersionCount,
+    maxArtifactCount: limits.maxArtifactCount === 0 ? AUTOMATIC_MAX_ARTIFACT_COUNT : limits.maxArtifactCount,
+  }
+}
+
+/**
+ * A module beside this one as a file URL: the compiled `.js` in dist/, or the
+ * `.ts` source when tests run the sources (tap's loader reaches workers too).
+ */
+function siblingModule(relative: string): string {
+  const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js'
+  return new URL(`${relative}${extension}`, import.meta.url).href
+}
+
+/** The `Via` pseudonym of this deployment: every replica behind one base URL shares it. An HTTP token. */
 export function hopMarker(baseUrl: string): string {
-  return `registry-proxy@${new URL(baseUrl).host}`
+  return `registry-proxy.${new URL(baseUrl).host.replace(/[^A-Za-z0-9.-]/g, '-')}`
 }

@@ -51,7 +51,8 @@ export async function startTestProxy(t: Teardown, options: StartOptions = {}): P
   const port = await freePort()
   const dir = await mkdtemp(join(tmpdir(), 'proxy-test-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
-  const document = { mounts: OFFLINE_JS_MOUNT, ...options.document }
+  // One core: tests start many proxies on a shared 2-core machine.
+  const document = { mounts: OFFLINE_JS_MOUNT, runtime: { cores: 1 }, ...options.document }
   const server = { host: '127.0.0.1', ...(document['server'] as object | undefined), port, baseUrl: `http://127.0.0.1:${port}` }
   const file = join(dir, 'config.yaml')
   await writeFile(file, YAML.stringify({ ...document, server }))

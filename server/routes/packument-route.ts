@@ -1,0 +1,78 @@
+/**
+ * `GET /js/{package}` on the front door (SPEC.md 4.1, 4.2): validate the name
+ * (a bad one is a 404 envelope, never an upstream request), take the memory
+ * gate's entry step, assemble, and answer the full or abbreviated form with
+ * the document's own strong ETag (a matching `If-None-Match` is a 304).
+ * However the exchange ends, the upstream work is aborted and every charge
+ * returns.
+ */
+import { isServiceError, ServiceError, toServiceError } from '../../engine/errors.js'
+import type { Logger } from '../../engine/log/logger.js'
+import type { Admission, AdmissionGate } from '../../engine/memory/gate.js'
+import { validatePackageName } from '../../engine/npm/names.js'
+import { ABBREVIATED_MEDIA_TYPE } from '../../engine/packument/abbreviated-fields.js'
+import type { PackumentService } from '../../engine/packument/packument-service.js'
+import type { Exchange } from '../http/exchange.js'
+
+export interface PackumentRouteDeps {
+  readonly service: PackumentService
+  readonly gate: AdmissionGate
+  readonly logger: Logger
+}
+
+export const PACKUMENT_REQUEST_FAILED = 'packument request failed'
+
+/** RFC 9110 13.1.2: weak comparison; `*` matches any current representation. */
+export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (ifNoneMatch === undefined) return false
+  const bare = etag.replace(/^W\//, '')
+  return ifNoneMatch.split(',').some((candidate) => {
+    const c = candidate.trim()
+    return c === '*' || c.replace(/^W\//, '') === bare
+  })
+}
+
+export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exchange, pkg: string) => Promise<void> {
+  const { service, gate, logger } = deps
+  return async (ex, pkg) => {
+    let packageName: string
+    try {
+      packageName = validatePackageName(pkg)
+    } catch (error) {
+      ex.respondError(toServiceError(error, 'BAD_PACKAGE_NAME'))
+      return
+    }
+    const abbreviated = (ex.header('accept') ?? '').includes(ABBREVIATED_MEDIA_TYPE)
+    const ifNoneMatch = ex.header('if-none-match')
+    const controller = new AbortController()
+    let admission: Admission | undefined
+    ex.onClose(() => {
+      controller.abort()
+      admission?.release()
+    })
+    try {
+      admission = await gate.enter(controller.signal)
+      if (ex.closed) return
+      const assembled = await service.assemble({ packageName, abbreviated, admission, signal: controller.signal })
+      const headers = {
+        etag: assembled.etag,
+        vary: 'Accept',
+        'cache-control': 'no-cache',
+      }
+      if (etagMatches(ifNoneMatch, assembled.etag)) {
+        ex.respond(304, headers, undefined, { head: true })
+        return
+      }
+      ex.respond(200, { ...headers, 'content-type': abbreviated ? ABBREVIATED_MEDIA_TYPE : 'application/json' }, assembled.body)
+    } catch (error) {
+      if (ex.closed) return
+      const failure = isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })
+      if (failure.status >= 500 && failure.code !== 'GATE_SHED') {
+        logger.warn(PACKUMENT_REQUEST_FAILED, { package: packageName, code: failure.code, status: failure.status })
+      }
+      ex.respondError(failure)
+    } finally {
+      admission?.release()
+    }
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The gate module the packument task loads in each worker (see
+ * packument-messages.ts `GateModule`): it builds the mount's rule evaluator
+ * over the advisory database shared in a SharedArrayBuffer, one copy for
+ * every worker (DESIGN.md), and returns the `decide` callback of one task.
+ *
+ * Each thread keeps the evaluator of the last generation it saw: the main
+ * thread bumps `generation` when the rules or the serving advisory artifact
+ * change, so a task of the same generation pays neither the rule compile nor
+ * the artifact's bounds check again.
+ */
+import { openSharedAdvisoryArtifact } from '../engine/advisory/compiled-database.js'
+import type { AdvisoryDatabase, Ecosystem } from '../engine/advisory/database.js'
+import type { Decide } from '../engine/packument/merge.js'
+import { createEvaluator } from '../engine/policy/evaluator.js'
+import type { RuleConfig } from '../engine/policy/rule-schema.js'
+
+export interface PolicyGateOptions {
+  /** Changes whenever `rules` or `advisory` change. */
+  readonly generation: number
+  readonly ecosystem: Ecosystem
+  readonly rules: readonly RuleConfig[]
+  readonly maxAgeSeconds: number
+  readonly advisory: { readonly shared: SharedArrayBuffer; readonly publishedAt: number | undefined } | undefined
+}
+
+interface Built {
+  readonly generation: number
+  readonly decideAt: (now: number) => Decide
+}
+
+const built = new Map<Ecosystem, Built>()
+
+function build(options: PolicyGateOptions): Built {
+  const database: AdvisoryDatabase | undefined = options.advisory === undefined
+    ? undefined
+    : openSharedAdvisoryArtifact(options.advisory.shared, options.advisory.publishedAt === undefined ? undefined : new Date(options.advisory.publishedAt))
+  // The evaluator reads the clock per evaluation; a task pins it to its own `now`.
+  let now = 0
+  const evaluator = createEvaluator(options.rules, {
+    ecosystem: options.ecosystem,
+    database,
+    clock: { now: () => now },
+    maxAgeSeconds: options.maxAgeSeconds,
+  })
+  return {
+    generation: options.generation,
+    decideAt: (taskNow) => (facts) => {
+      now = taskNow
+      return evaluator.evaluate(facts, 'admission')
+    },
+  }
+}
+
+export function createDecide(options: unknown, now: number): Decide {
+  const o = options as PolicyGateOptions
+  let entry = built.get(o.ecosystem)
+  if (entry === undefined || entry.generation !== o.generation) {
+    entry = build(o)
+    built.set(o.ecosystem, entry)
+  }
+  return entry.decideAt(now)
+}
