@@ -42,6 +42,13 @@ class OutputBuilder {
 
   slice(source: SourceBytes, start: number, end: number): void {
     if (end <= start) return
+    const last = this.#sources.length - 1
+    if (last >= 0 && this.#sources[last] === source && this.#ends[last] === start) {
+      // Adjacent in the source: one piece, one copy.
+      this.#ends[last] = end
+      this.#length += end - start
+      return
+    }
     this.#sources.push(source)
     this.#starts.push(start)
     this.#ends.push(end)
@@ -86,6 +93,28 @@ class OutputBuilder {
   }
 }
 
+/**
+ * Writes the separator between two members: the source's own bytes when the
+ * gap between them is whitespace and one comma (so the builder merges the
+ * neighbours into one piece), else a comma.
+ */
+function separator(out: OutputBuilder, source: SourceBytes, previousEnd: number, nextStart: number, previousSource: SourceBytes | undefined): void {
+  if (previousSource === source && nextStart > previousEnd && nextStart - previousEnd <= 8) {
+    let commas = 0
+    let clean = true
+    for (let p = previousEnd; p < nextStart; p++) {
+      const c = source.byteAt(p)
+      if (c === 0x2c) commas++
+      else if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) { clean = false; break }
+    }
+    if (clean && commas === 1) {
+      out.slice(source, previousEnd, nextStart)
+      return
+    }
+  }
+  out.bytes(COMMA)
+}
+
 /** A member [start, end) of `index`, with the tarball value inside it replaced. */
 function patched(out: OutputBuilder, planned: PlannedVersion, start: number, end: number): void {
   const source = planned.index.source
@@ -101,11 +130,15 @@ function patched(out: OutputBuilder, planned: PlannedVersion, start: number, end
 
 function versionsObject(out: OutputBuilder, plan: MergePlan, abbreviated: boolean): void {
   out.bytes(OPEN)
+  let previousSource: SourceBytes | undefined
+  let previousEnd = 0
   let first = true
   for (const planned of plan.versions) {
-    if (!first) out.bytes(COMMA)
-    first = false
     const { entry, index } = planned
+    if (!first) separator(out, index.source, previousEnd, entry.keyStart, previousSource)
+    first = false
+    previousSource = index.source
+    previousEnd = entry.valueEnd
     // The key, the colon and the whitespace around them, as they came.
     out.slice(index.source, entry.keyStart, entry.valueStart)
     if (abbreviated) abbreviatedManifest(out, planned, index)
@@ -120,6 +153,7 @@ function abbreviatedManifest(out: OutputBuilder, planned: PlannedVersion, index:
   const pool = index.memberPool
   out.bytes(OPEN)
   let first = true
+  let previousEnd = -1
   const end = (entry.memberFirst + entry.memberCount) * MEMBER_STRIDE
   for (let p = entry.memberFirst * MEMBER_STRIDE; p < end; p += MEMBER_STRIDE) {
     const code = pool[p + 3]!
@@ -128,9 +162,11 @@ function abbreviatedManifest(out: OutputBuilder, planned: PlannedVersion, index:
       if (!first) out.bytes(COMMA)
       out.bytes(BUNDLE_KEY)
       out.slice(index.source, pool[p + 1]!, pool[p + 2]!)
+      previousEnd = -1
     } else {
-      if (!first) out.bytes(COMMA)
+      if (!first) separator(out, index.source, previousEnd, pool[p]!, previousEnd < 0 ? undefined : index.source)
       patched(out, planned, pool[p]!, pool[p + 2]!)
+      previousEnd = pool[p + 2]!
     }
     first = false
   }
@@ -148,10 +184,14 @@ function distTagsObject(out: OutputBuilder, plan: MergePlan): void {
 function timeObject(out: OutputBuilder, plan: MergePlan): void {
   out.bytes(OPEN)
   let first = true
+  let previousSource: SourceBytes | undefined
+  let previousEnd = 0
   for (const { index, member } of plan.time) {
-    if (!first) out.bytes(COMMA)
+    if (!first) separator(out, index.source, previousEnd, member.keyStart, previousSource)
     first = false
     out.slice(index.source, member.keyStart, member.valueEnd)
+    previousSource = index.source
+    previousEnd = member.valueEnd
   }
   out.bytes(CLOSE)
 }
