@@ -114,6 +114,20 @@ const PublishSchema = Type.Object({
   scopes: Type.Array(Type.String({ pattern: '^@[a-z0-9][a-z0-9._~-]*$' }), { minItems: 1 }),
 }, closed)
 
+/**
+ * The shipped rule list of a mount that configures none: deny what the
+ * advisory database knows to be affected (admitting, with a logged warning,
+ * while no database is loaded, so a fresh install works before Pilot has run),
+ * let remediations through the quarantine, and quarantine everything else for
+ * seven days by its upstream publish time (SPEC.md 8: six days of maximum
+ * advisory age follow from it).
+ */
+export const DEFAULT_RULES = Object.freeze([
+  Object.freeze({ rule: 'DenyIfCve', onUnavailable: 'skip' }),
+  Object.freeze({ rule: 'AllowIfRemediatesCve' }),
+  Object.freeze({ rule: 'AllowIfOlderThan', seconds: 604800 }),
+])
+
 export const INTEGRITY_ALGORITHMS = ['sha512', 'sha384', 'sha256', 'sha1'] as const
 
 const MountSchema = Type.Object({
@@ -124,7 +138,7 @@ const MountSchema = Type.Object({
   publish: Type.Optional(PublishSchema),
   mirror: Type.Optional(TargetSchema),
   integrityFloor: Type.Optional(Type.Union(INTEGRITY_ALGORITHMS.map((a) => Type.Literal(a)), { default: 'sha512', description: 'weakest dist.integrity algorithm a public artifact may carry' })),
-  rules: Type.Optional(Type.Array(RULE_SCHEMA, { default: [] })),
+  rules: Type.Optional(Type.Array(RULE_SCHEMA, { default: DEFAULT_RULES, description: 'admission rules of public versions; unset: the shipped defaults; [] denies every public version' })),
   // No default here: a mount exists only when configured (or by the mounts default below).
 }, closed)
 
