@@ -10,7 +10,7 @@
 import { MessageChannel } from 'node:worker_threads'
 import type { Piscina } from 'piscina'
 import type { Ecosystem } from '../engine/advisory/database.js'
-import { isServiceError, ServiceError } from '../engine/errors.js'
+import { isServiceError, ServiceError, toServiceError } from '../engine/errors.js'
 import type { PackumentOutcome } from '../engine/packument/pipeline.js'
 import { NO_STRUCTURE_LIMITS, type StructureLimits } from '../engine/packument/scanner.js'
 import type { ChargeReply, ChargeRequest, GateModule, PackumentTaskInput, PackumentTaskResult } from './packument-messages.js'
@@ -53,7 +53,8 @@ export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promis
   const publicChunks = job.publicChunks?.map(transferable)
   const { port1, port2 } = new MessageChannel()
   port1.on('message', (request: ChargeRequest) => {
-    job.charge(request.bytes, request.basisBytes).then(
+    // Through a promise, so that a charge function that throws at once is a refusal, not an uncaught error.
+    Promise.resolve().then(() => job.charge(request.bytes, request.basisBytes)).then(
       () => port1.postMessage({ type: 'granted' } satisfies ChargeReply),
       (error: unknown) => port1.postMessage({ type: 'refused', code: isServiceError(error) ? error.code : 'INTERNAL' } satisfies ChargeReply),
     )
@@ -74,6 +75,14 @@ export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promis
   let result: PackumentTaskResult
   try {
     result = await pool.run(move(new MovableMessage(input, transfer)), job.signal === undefined ? {} : { signal: job.signal }) as PackumentTaskResult
+  } catch (error) {
+    // The worker died or the task was aborted. A worker that ran out of heap
+    // is its own code (STYLE.md rule 6); the caller returns the request's
+    // charges on any rejection, as at the end of every request.
+    if ((error as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      throw new ServiceError('WORKER_OUT_OF_MEMORY', { cause: error })
+    }
+    throw toServiceError(error)
   } finally {
     port1.close()
   }

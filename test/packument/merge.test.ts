@@ -204,3 +204,29 @@ t.test('equal to the JSON.parse reference over the real packuments', async (t) =
     }
   }
 })
+
+t.test('escapes, unicode and every chunk boundary render the same document', async (t) => {
+  const doc = packument('uni', ['1.0.0', '1.1.0-rc.1', '1.1.0'])
+  const versions = doc['versions'] as any
+  versions['1.0.0'].description = 'quote " backslash \\ tab \t 中文 😀 \u0001'
+  versions['1.1.0'].scripts = { install: 'node-gyp rebuild' }
+  versions['1.1.0']['clé'] = { '😀': ['ü'] }
+  doc['readme'] = 'ünïcödé readme \u2028'
+  const text = JSON.stringify(doc, null, 2).replace('"tarball": "https://upstream.test/uni/-/uni-1.1.0.tgz"', '"tarball": "https:\\/\\/upstream.test\\/\\u00fcn\\u00ef\\/-\\/%C3%BCn%C3%AF-1.1.0.tgz"')
+  const bytes = utf8(text)
+  for (const abbreviated of [false, true]) {
+    const request = { packageName: 'uni', baseUrl: BASE, abbreviated, decide: admitWhen((f) => f.version !== '1.1.0-rc.1') }
+    const whole = runPackumentPipeline(request, undefined, [bytes])
+    t.same(JSON.parse(Buffer.from(whole.body!).toString('utf8')), referenceMerge(request, undefined, text), `abbreviated=${abbreviated}: equal to the reference`)
+    let same = 0
+    for (let at = 0; at <= bytes.length; at++) {
+      const split = runPackumentPipeline(request, undefined, [bytes.subarray(0, at), bytes.subarray(at)])
+      if (split.etag === whole.etag && Buffer.compare(Buffer.from(split.body!), Buffer.from(whole.body!)) === 0) same++
+      else t.fail(`abbreviated=${abbreviated}: split at ${at} renders differently`)
+    }
+    t.equal(same, bytes.length + 1, `abbreviated=${abbreviated}: every split renders the same bytes`)
+  }
+  const outcome = runPackumentPipeline({ packageName: 'uni', baseUrl: BASE, abbreviated: false, decide: admitAll }, undefined, [bytes])
+  t.equal(body(outcome).versions['1.1.0'].dist.tarball, `${BASE}/js/uni/-/%C3%BCn%C3%AF-1.1.0.tgz`)
+  t.equal(outcome.selected.find((s) => s.version === '1.1.0')?.filename, 'ünï-1.1.0.tgz', 'the selected file name is decoded')
+})

@@ -65,6 +65,20 @@ t.test('a refused charge fails the task with the gate\'s code', async (t) => {
   })
 })
 
+t.test('a charge function that throws at once is a refusal', async (t) => {
+  await runPackumentTask(pool, job({
+    publicChunks: [utf8(JSON.stringify(packument('p', ['1.0.0'])))],
+    charge: () => { throw new ServiceError('GATE_SHED') },
+  })).then(() => t.fail('resolved'), (error: unknown) => t.ok(isServiceError(error, 'GATE_SHED'), 'GATE_SHED'))
+})
+
+t.test('a gate module without createDecide is an internal error', async (t) => {
+  await runPackumentTask(pool, job({
+    publicChunks: [utf8(JSON.stringify(packument('p', ['1.0.0'])))],
+    gate: { module: new URL('./helpers.ts', import.meta.url).href, options: {} },
+  })).then(() => t.fail('resolved'), (error: unknown) => t.ok(isServiceError(error, 'INTERNAL'), 'INTERNAL'))
+})
+
 t.test('errors of the engine come back as ServiceErrors with their code', async (t) => {
   await runPackumentTask(pool, job({ publicChunks: [utf8('{"name":"p","versions":{')] })).then(
     () => t.fail('resolved'),
