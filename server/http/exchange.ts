@@ -82,15 +82,20 @@ export class Exchange {
     if (this.#closed) return
     const draining = this.#hooks.draining()
     this.#write(() => {
+      // With closeConnection, uWS writes `Connection: close` itself: writing it too would send it twice.
       if (options.head === true) {
         // uWS writes the reported length itself; a second content-length header would be invalid.
         const { 'content-length': length, ...rest } = headers
-        this.#writeHead(status, rest, draining)
-        // uWS refuses an undefined length: without one (a 304), the `connection: close` header alone asks the client to close.
-        if (length === undefined) this.#res.endWithoutBody()
-        else this.#res.endWithoutBody(Number(length), draining)
+        if (length === undefined) {
+          // uWS refuses an undefined length: without one (a 304), our own header asks the client to close.
+          this.#writeHead(status, rest, draining)
+          this.#res.endWithoutBody()
+        } else {
+          this.#writeHead(status, rest, false)
+          this.#res.endWithoutBody(Number(length), draining)
+        }
       } else {
-        this.#writeHead(status, headers, draining)
+        this.#writeHead(status, headers, false)
         this.#res.end(body ?? '', draining)
       }
     })
@@ -174,13 +179,14 @@ export class Exchange {
     this.#settle('cut')
   }
 
-  #writeHead(status: number, headers: Readonly<Record<string, string>>, draining: boolean): void {
+  /** `closeHeader`: write `Connection: close` (streamed responses, whose headers leave before uWS could add it). */
+  #writeHead(status: number, headers: Readonly<Record<string, string>>, closeHeader: boolean): void {
     this.#res.writeStatus(statusLine(status))
     for (const name in headers) {
       const value = headers[name]
       if (value !== undefined) this.#res.writeHeader(name, value)
     }
-    if (draining) this.#res.writeHeader('connection', 'close')
+    if (closeHeader) this.#res.writeHeader('connection', 'close')
     this.#headersSent = true
   }
 
