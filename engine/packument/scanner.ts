@@ -106,6 +106,23 @@ for (let c = 0x20; c <= 0x7e; c++) STRING_PLAIN[c] = c === 0x22 || c === 0x5c ? 
 const HEX = new Uint8Array(256)
 for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1
 
+/** Slots of the key table (a power of two). */
+const KEY_CACHE_SLOTS = 1024
+
+// What the abbreviated form does with a manifest member, by key.
+const K_DROP = 0
+const K_KEEP = 1
+const K_BUNDLED = 2 // `bundledDependencies`
+const K_HAS_INSTALL_SCRIPT = 3
+const K_BUNDLE_DEPENDENCIES = 4
+
+function manifestKeyCode(key: string): number {
+  if (key === 'hasInstallScript') return K_HAS_INSTALL_SCRIPT
+  if (key === 'bundleDependencies') return K_BUNDLE_DEPENDENCIES
+  if (ABBREVIATED_MANIFEST_FIELDS.has(key)) return K_KEEP
+  return key === 'bundledDependencies' ? K_BUNDLED : K_DROP
+}
+
 function decodeError(offset: number, reason: string): ServiceError {
   return new ServiceError('UPSTREAM_DECODE', { data: { offset, reason } })
 }
@@ -124,7 +141,11 @@ export class PackumentScanner {
   readonly #keyStart = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0)
   readonly #valueStart = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0)
   readonly #keys = new Array<string>(MAX_NESTING_DEPTH + 1).fill('')
-  readonly #keyCache = new Map<number, string>()
+  /** What the abbreviated form does with each depth's current key, when it is a manifest key (K_*). */
+  readonly #codes = new Uint8Array(MAX_NESTING_DEPTH + 1)
+  readonly #cacheKeys = new Array<string | undefined>(KEY_CACHE_SLOTS).fill(undefined)
+  readonly #cacheHashes = new Int32Array(KEY_CACHE_SLOTS)
+  readonly #cacheCodes = new Uint8Array(KEY_CACHE_SLOTS)
 
   #inKey = false
   #stringStart = 0
@@ -489,41 +510,54 @@ export class PackumentScanner {
   /**
    * A key of a tracked container ended at `end`. Keys of manifests and `dist`
    * repeat thousands of times, so plain keys that lie in the current chunk
-   * are interned by a hash of their bytes instead of decoded each time.
+   * are looked up in a small direct-mapped table by a hash of their bytes
+   * (verified byte by byte) instead of decoded each time, together with
+   * what the abbreviated form does with them.
    */
   #onKey(depth: number, start: number, end: number, flags: number, buf: Uint8Array, base: number): void {
     this.#keyStart[depth] = start
     if (flags !== 0) {
-      this.#keys[depth] = this.#source.jsonString(start, end, false)
+      this.#setKey(depth, this.#source.jsonString(start, end, false))
       return
     }
     const from = start + 1 - base
     const to = end - 1 - base
-    if (!this.#recordMembers && from >= 0 && this.#roles[depth] === R_MANIFEST) {
+    const role = this.#roles[depth]
+    if (!this.#recordMembers && from >= 0 && role === R_MANIFEST) {
       // The full form reads one manifest key, `dist`; compare its bytes, decode nothing.
       this.#keys[depth] = to - from === 4 && buf[from] === 0x64 && buf[from + 1] === 0x69 && buf[from + 2] === 0x73 && buf[from + 3] === 0x74 ? 'dist' : ''
       return
     }
-    if (from < 0 || to - from > 32) {
-      this.#keys[depth] = this.#source.ascii(start + 1, end - 1)
+    if (from < 0 || to - from > 32 || role === R_VERSIONS || role === R_TIME) {
+      // Split by a chunk boundary, long, or one of a kind: decode it.
+      this.#setKey(depth, this.#source.ascii(start + 1, end - 1))
       return
     }
     let hash = to - from
     for (let p = from; p < to; p++) hash = Math.imul(hash ^ buf[p]!, 0x01000193)
-    const cached = this.#keyCache.get(hash)
-    if (cached !== undefined && cached.length === to - from) {
+    const slot = (hash ^ (hash >>> 15)) & (KEY_CACHE_SLOTS - 1)
+    const cached = this.#cacheKeys[slot]
+    if (cached !== undefined && this.#cacheHashes[slot] === hash && cached.length === to - from) {
       let same = true
       for (let p = from, q = 0; p < to; p++, q++) {
         if (cached.charCodeAt(q) !== buf[p]) { same = false; break }
       }
       if (same) {
         this.#keys[depth] = cached
+        this.#codes[depth] = this.#cacheCodes[slot]!
         return
       }
     }
     const key = this.#source.ascii(start + 1, end - 1)
-    if (this.#roles[depth] !== R_VERSIONS && this.#roles[depth] !== R_TIME && this.#keyCache.size < 4096) this.#keyCache.set(hash, key)
+    this.#setKey(depth, key)
+    this.#cacheKeys[slot] = key
+    this.#cacheHashes[slot] = hash
+    this.#cacheCodes[slot] = this.#codes[depth]!
+  }
+
+  #setKey(depth: number, key: string): void {
     this.#keys[depth] = key
+    this.#codes[depth] = manifestKeyCode(key)
   }
 
   /** Role of an object or array opening as the value of the current member. */
@@ -600,18 +634,11 @@ export class PackumentScanner {
       case R_MANIFEST: {
         // Only the abbreviated form reads manifest members.
         if (!this.#recordMembers) return
-        const entry = this.#version!
-        let code: number
-        if (ABBREVIATED_MANIFEST_FIELDS.has(key)) {
-          code = MEMBER_KEEP
-          if (key === 'hasInstallScript') entry.flags |= VERSION_HAS_INSTALL_SCRIPT_MEMBER
-          else if (key === 'bundleDependencies') entry.flags |= VERSION_HAS_BUNDLE_DEPENDENCIES
-        } else if (key === 'bundledDependencies') {
-          code = MEMBER_BUNDLED
-        } else {
-          return // never rendered: not worth its 16 bytes
-        }
-        this.#poolPush(this.#keyStart[depth]!, valueStart, end, code)
+        const code = this.#codes[depth]!
+        if (code === K_DROP) return // never rendered: not worth its 16 bytes
+        if (code === K_HAS_INSTALL_SCRIPT) this.#version!.flags |= VERSION_HAS_INSTALL_SCRIPT_MEMBER
+        else if (code === K_BUNDLE_DEPENDENCIES) this.#version!.flags |= VERSION_HAS_BUNDLE_DEPENDENCIES
+        this.#poolPush(this.#keyStart[depth]!, valueStart, end, code === K_BUNDLED ? MEMBER_BUNDLED : MEMBER_KEEP)
         return
       }
       case R_DIST: {
