@@ -64,6 +64,10 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const counters = new UpstreamFetchCounters()
   const clients: UpstreamClient[] = []
 
+  const snapshots: Record<string, () => unknown> = {
+    'service.serve.admission.memory': () => gate.snapshot(),
+    'service.upstream.fetch.errors': () => counters.snapshot(),
+  }
   const jsMount = config.mounts.js
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]
@@ -102,6 +106,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       clock,
       selectedVersionSize: (v) => 256 + v.tarball.length + (v.integrity?.length ?? 0) + v.filename.length,
     })
+    snapshots['service.metadata_cache'] = () => cache.snapshot()
     const gateModule = siblingModule('../../workers/policy-gate')
     const service = new PackumentService({
       ecosystem: 'js',
@@ -146,6 +151,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       await Promise.allSettled(clients.map((c) => c.close()))
       await pool.destroy()
     },
+    metrics: () => Object.fromEntries(Object.entries(snapshots).map(([name, read]) => [name, read()])),
   }
 }
 

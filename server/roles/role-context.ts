@@ -25,4 +25,6 @@ export interface RunningRole {
   readonly liveness: Liveness
   /** Releases dispatchers, pools and queues after the drain (STYLE.md rule 11). */
   release(): Promise<void>
+  /** The role's counters and gauges now (SPEC.md 6.3 names), for telemetry and tests. */
+  metrics(): Readonly<Record<string, unknown>>
 }
