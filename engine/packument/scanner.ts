@@ -253,6 +253,19 @@ export class PackumentScanner {
             } else {
               if (role !== R_OTHER) this.#onValueEnd(depth, base + i, flags)
               state = S_AFTER
+              // A comma and the next key nearly always follow in an object; take them here.
+              if (i + 1 < n && buf[i] === 0x2c && types[depth] === T_OBJECT) {
+                let j = i + 1
+                c = buf[j]!
+                while (c === 0x20 && j + 1 < n) c = buf[++j]!
+                if (c === 0x22) {
+                  inKey = true
+                  flags = 0
+                  stringStart = base + j
+                  state = S_STRING
+                  i = j + 1
+                }
+              }
             }
           } else if (c === 0x5c) {
             flags |= F_ESCAPE
