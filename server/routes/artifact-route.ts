@@ -1,0 +1,377 @@
+/**
+ * The artifact route of the `/js` mount, GET and HEAD
+ * `/js/{package}/-/{filename}` (SPEC.md 4.1, 4.4, 4.4a, 5, 6.1).
+ *
+ * Two legs, in order:
+ * - Private (trusted): the conventional location by the requested file
+ *   name, no packument, the client's bearer credential forwarded (else the
+ *   private client's own), no redirect followed. A 2xx (or a 304 to the
+ *   client's conditional) answers; any other status or no answer is a clean
+ *   miss that falls through. No integrity floor, no mirror job.
+ * - Public (gated, anonymous): the selected version, the admission gate,
+ *   the integrity floor, then the authoritative `dist.tarball` URL exactly
+ *   as upstream gave it (the public client enforces https, the allowlist,
+ *   the internal-range block and the tarball-host policy). The relay is
+ *   judged on status and headers only; a clean GET relay enqueues one
+ *   mirror job after the last byte is handed over, best effort.
+ *
+ * Neither leg is charged to the memory gate (SPEC.md 4.4a, 8.1).
+ *
+ * Decisions where SPEC.md is silent:
+ * - A private 304 answers the client (its copy is current); it is not a miss.
+ * - The public leg maps a non-success it will not pass through to the serve
+ *   error model: 404/410 a forwarded miss (404); 408, 429 and 5xx 503 with
+ *   Retry-After; a redirect 500 (never followed); any other status 500.
+ * - The gate runs before the integrity floor, so every public decision is
+ *   observed by the outage tracker; both refusals are 403.
+ * - A public 304 relays bodiless and enqueues nothing: no bytes were relayed.
+ */
+import { systemClock, type Clock } from '../../engine/clock.js'
+import { ServiceError, toServiceError } from '../../engine/errors.js'
+import type { Logger } from '../../engine/log/logger.js'
+import { checkIntegrityFloor, type IntegrityAlgorithm } from '../../engine/mirror/integrity-floor.js'
+import { checkMirrorJob, type MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { validateArtifactFilename, validatePackageName } from '../../engine/npm/names.js'
+import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import { BearerToken } from '../../engine/secret.js'
+import type { ArtifactResponse } from '../../engine/upstream/artifact-response.js'
+import { authorityOf } from '../../engine/upstream/egress-guard.js'
+import type { OpenArtifactOptions, UpstreamClient } from '../../engine/upstream/upstream-client.js'
+import type { Exchange } from '../http/exchange.js'
+import { DEFAULT_ARTIFACT_TYPE, relayStream, type RelayOutcome } from '../http/relay.js'
+import type { ArtifactCounters, ArtifactLeg, ArtifactOutcome } from './artifact-counters.js'
+
+/** warn: a passed-through non-success, or a success visibly not an artifact (SPEC.md 4.4 public leg 6). */
+export const ARTIFACT_RELAY_ANOMALOUS = 'artifact relay anomalous'
+/** warn: the mirror job could not be enqueued; the response was not affected (SPEC.md 4.4 public leg 5). */
+export const MIRROR_ENQUEUE_FAILED = 'mirror job enqueue failed'
+/** error: the public upstream gave no answer, or failed mid-body (the client's connection was cut). */
+export const ARTIFACT_UPSTREAM_FAILED = 'artifact upstream failed'
+/** debug: the private leg missed and the request falls through to the public leg. */
+export const ARTIFACT_PRIVATE_MISS = 'artifact private miss'
+/** debug: the public leg refused the artifact (policy, integrity floor, tarball host, egress). */
+export const ARTIFACT_REFUSED = 'artifact refused'
+
+export interface SelectedArtifact {
+  version: string
+  filename: string
+  /** upstream dist.tarball, unchanged */
+  tarball: string
+  integrity: string | undefined
+  shasum: string | undefined
+  publishedAt: Date | undefined
+}
+
+export interface ArtifactRouteDeps {
+  ecosystem: 'js'
+  privateClient: UpstreamClient | undefined
+  publicClient: UpstreamClient | undefined
+  /** Selected-version lookup: the store first, else a public packument fetch (the lead implements it). undefined = the public upstream has no such version/file (404). May throw ServiceError (503 etc). */
+  selectVersion(packageName: string, filename: string, signal: AbortSignal): Promise<SelectedArtifact | undefined>
+  /** The mount's admission-phase gate (main thread). */
+  evaluate(facts: VersionFacts): Decision
+  /** Feeds the advisory outage tracker and the skipped-check record (SPEC.md 3.3, 6.2); call it for every public decision. */
+  observe(facts: VersionFacts, decision: Decision): void
+  integrityFloor: IntegrityAlgorithm
+  /** Best effort, never awaited on the response path. */
+  enqueue(job: MirrorJob): Promise<void>
+  logger: Logger
+  counters: ArtifactCounters
+  /** Stamps `enqueuedAt`; the system clock when absent. */
+  clock?: Clock
+}
+
+export type ArtifactHandler = (exchange: Exchange, pkg: string, filename: string) => Promise<void>
+
+/** Media types that say a success is not an artifact (an error page, a JSON document). */
+function visiblyNotArtifact(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false
+  const type = (contentType.split(';')[0] ?? '').trim().toLowerCase()
+  return type.startsWith('text/') || type === 'application/json' || type === 'application/xml'
+    || type === 'application/javascript' || type.endsWith('+json') || type.endsWith('+xml')
+}
+
+/** The client's `Authorization: Bearer X` as a BearerToken (SPEC.md 5.2); other schemes are not forwarded. */
+export function clientBearer(authorization: string | undefined): BearerToken | undefined {
+  const match = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? '')
+  return match?.[1] === undefined ? undefined : new BearerToken(match[1])
+}
+
+/** The serve error model answer for an admission decision other than admit (SPEC.md 3.5, 7.1). */
+export function refusalOf(decision: Decision): ServiceError | undefined {
+  switch (decision.verdict) {
+    case 'admit':
+      return undefined
+    case 'deny':
+      return new ServiceError('POLICY_WITHHELD', { data: { rule: decision.rule ?? 'default', reason: decision.reason } })
+    case 'unavailable':
+      return new ServiceError('ADVISORY_UNAVAILABLE', { data: { reason: decision.reason } })
+    case 'expired': {
+      const age = decision.ageSeconds
+      const max = decision.maxAgeSeconds
+      const detail = age === undefined || max === undefined ? '' : `: age ${Math.floor(age)} s, maximum ${Math.floor(max)} s`
+      return new ServiceError('ADVISORY_EXPIRED', {
+        message: `the advisory database is older than its maximum age${detail}`,
+        data: { ageSeconds: age, maxAgeSeconds: max },
+      })
+    }
+  }
+}
+
+/** The serve error model for a public non-success status (see the decisions above). */
+function statusRefusal(status: number, upstream: string): ServiceError {
+  const data = { upstream, status }
+  if (status === 404 || status === 410) return new ServiceError('UPSTREAM_MISS', { message: 'no such artifact upstream', data })
+  if (status === 408 || status === 429 || status >= 500) return new ServiceError('UPSTREAM_UNAVAILABLE', { data })
+  if (status >= 300 && status < 400) return new ServiceError('UPSTREAM_REDIRECT', { data })
+  return new ServiceError('UPSTREAM_REFUSED', { data })
+}
+
+function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300
+}
+
+const NO_SUCH_ARTIFACT = (): ServiceError => new ServiceError('UPSTREAM_MISS', { message: 'no such artifact upstream' })
+
+export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler {
+  const { logger, counters } = deps
+  const clock = deps.clock ?? systemClock
+
+  /** Answers a bodiless upstream response (HEAD, 304, 204) with its status and safe headers. */
+  const answerBodiless = (exchange: Exchange, response: ArtifactResponse): void => {
+    const headers: Record<string, string> = { ...response.headers }
+    if (isSuccess(response.statusCode) && response.statusCode !== 204) headers['content-type'] ??= DEFAULT_ARTIFACT_TYPE
+    // head: true keeps a HEAD's content-length as reported, and sends no body for a 304 or 204.
+    exchange.respond(response.statusCode, headers, undefined, { head: true })
+  }
+
+  const count = (leg: ArtifactLeg, outcome: RelayOutcome): ArtifactOutcome => {
+    const kind: ArtifactOutcome = outcome.kind === 'delivered' ? 'delivered'
+      : outcome.kind === 'client-gone' ? 'client_gone'
+        : outcome.afterFirstByte ? 'cut' : 'failed'
+    counters.relay(leg, kind)
+    return kind
+  }
+
+  const logUpstreamFailure = (leg: ArtifactLeg, name: string, upstream: string, outcome: RelayOutcome): void => {
+    if (outcome.kind !== 'upstream-failed') return
+    logger.error(ARTIFACT_UPSTREAM_FAILED, {
+      leg, package: name, upstream, code: outcome.error.code, afterFirstByte: outcome.afterFirstByte, bytes: outcome.bytes,
+      ...(outcome.error.data?.['reason'] === undefined ? {} : { reason: outcome.error.data['reason'] }),
+    })
+  }
+
+  const enqueueLater = (job: MirrorJob): void => {
+    // Serve-then-enqueue: never awaited by the response, and nothing it throws reaches it.
+    void (async () => {
+      try {
+        checkMirrorJob(job)
+        await deps.enqueue(job)
+        counters.enqueued()
+      } catch (error) {
+        counters.enqueueFailed()
+        const failure = toServiceError(error)
+        logger.warn(MIRROR_ENQUEUE_FAILED, {
+          package: job.package, version: job.version, filename: job.filename, code: failure.code,
+          ...(failure.data?.['detail'] === undefined ? {} : { detail: failure.data['detail'] }),
+        })
+      }
+    })()
+  }
+
+  /** True when the private leg answered the request (or the client left meanwhile). */
+  const privateLeg = async (exchange: Exchange, client: UpstreamClient, name: string, file: string, options: OpenArtifactOptions): Promise<boolean> => {
+    const url = client.artifactUrl(name, file)
+    const upstream = authorityOf(url)
+    let response: ArtifactResponse
+    try {
+      response = await client.openArtifact(url, { ...options, ...bearerOf(exchange) })
+    } catch (error) {
+      if (exchange.closed) return true
+      counters.relay('private', 'miss')
+      logger.debug(ARTIFACT_PRIVATE_MISS, { package: name, upstream, code: toServiceError(error).code })
+      return false
+    }
+    if (exchange.closed) {
+      response.body?.destroy()
+      return true
+    }
+    const status = response.statusCode
+    if (!isSuccess(status) && status !== 304) {
+      response.body?.destroy()
+      counters.relay('private', 'miss')
+      logger.debug(ARTIFACT_PRIVATE_MISS, { package: name, upstream, status })
+      return false
+    }
+    if (response.body === null || exchange.method === 'HEAD') {
+      response.body?.destroy()
+      answerBodiless(exchange, response)
+      counters.relay('private', 'bodiless')
+      return true
+    }
+    const outcome = await relayStream(exchange, { status, headers: response.headers, body: response.body }, { upstream })
+    count('private', outcome)
+    logUpstreamFailure('private', name, upstream, outcome)
+    return true
+  }
+
+  const bearerOf = (exchange: Exchange): { bearer?: BearerToken } => {
+    const bearer = clientBearer(exchange.header('authorization'))
+    return bearer === undefined ? {} : { bearer }
+  }
+
+  const refuse = (exchange: Exchange, error: ServiceError, name: string, version: string | undefined): void => {
+    counters.relay('public', 'refused')
+    logger.debug(ARTIFACT_REFUSED, { package: name, ...(version === undefined ? {} : { version }), code: error.code })
+    exchange.respondError(error, { head: exchange.method === 'HEAD' })
+  }
+
+  const publicLeg = async (exchange: Exchange, client: UpstreamClient, name: string, file: string, options: OpenArtifactOptions & { signal: AbortSignal }): Promise<void> => {
+    const head = exchange.method === 'HEAD'
+    let selected: SelectedArtifact | undefined
+    try {
+      selected = await deps.selectVersion(name, file, options.signal)
+    } catch (error) {
+      if (exchange.closed) return
+      counters.relay('public', 'failed')
+      exchange.respondError(toServiceError(error), { head })
+      return
+    }
+    if (exchange.closed) return
+    if (selected === undefined) {
+      counters.relay('public', 'miss')
+      exchange.respondError(NO_SUCH_ARTIFACT(), { head })
+      return
+    }
+
+    const facts: VersionFacts = { ecosystem: deps.ecosystem, name, version: selected.version, publishedAt: selected.publishedAt }
+    const decision = deps.evaluate(facts)
+    deps.observe(facts, decision)
+    const refusal = refusalOf(decision)
+    if (refusal !== undefined) {
+      refuse(exchange, refusal, name, selected.version)
+      return
+    }
+    try {
+      checkIntegrityFloor(selected.integrity, selected.shasum, deps.integrityFloor)
+    } catch (error) {
+      refuse(exchange, toServiceError(error), name, selected.version)
+      return
+    }
+
+    let url: URL
+    try {
+      url = new URL(selected.tarball)
+    } catch {
+      refuse(exchange, new ServiceError('TARBALL_HOST_REFUSED', { data: { reason: 'not a URL' } }), name, selected.version)
+      return
+    }
+    const upstream = authorityOf(url)
+    let response: ArtifactResponse
+    try {
+      // Anonymous: no bearer is passed, and the public client never builds one (SPEC.md 5.3).
+      response = await client.openArtifact(url, options)
+    } catch (error) {
+      if (exchange.closed) return
+      const failure = toServiceError(error)
+      if (failure.status === 403) {
+        refuse(exchange, failure, name, selected.version)
+        return
+      }
+      counters.relay('public', 'failed')
+      logger.error(ARTIFACT_UPSTREAM_FAILED, { leg: 'public', package: name, version: selected.version, upstream, code: failure.code, afterFirstByte: false })
+      exchange.respondError(failure, { head })
+      return
+    }
+    if (exchange.closed) {
+      response.body?.destroy()
+      return
+    }
+
+    const status = response.statusCode
+    const where = { leg: 'public', package: name, version: selected.version, upstream, status }
+    if (status === 304) {
+      answerBodiless(exchange, response)
+      counters.relay('public', 'bodiless')
+      return
+    }
+    if (!isSuccess(status)) {
+      response.body?.destroy()
+      counters.anomalous('status')
+      counters.relay('public', 'miss')
+      logger.warn(ARTIFACT_RELAY_ANOMALOUS, { ...where, reason: 'status' })
+      exchange.respondError(statusRefusal(status, upstream), { head })
+      return
+    }
+    const contentType = response.headers['content-type']
+    const anomalous = status !== 200 ? 'status' : visiblyNotArtifact(contentType) ? 'content_type' : undefined
+    if (anomalous !== undefined) {
+      counters.anomalous(anomalous)
+      logger.warn(ARTIFACT_RELAY_ANOMALOUS, { ...where, reason: anomalous, ...(contentType === undefined ? {} : { contentType }) })
+    }
+    if (response.body === null || head) {
+      response.body?.destroy()
+      answerBodiless(exchange, response)
+      counters.relay('public', 'bodiless')
+      return
+    }
+    const outcome = await relayStream(exchange, { status, headers: response.headers, body: response.body }, { upstream })
+    count('public', outcome)
+    logUpstreamFailure('public', name, upstream, outcome)
+    if (outcome.kind === 'delivered' && anomalous === undefined) {
+      enqueueLater({
+        url: selected.tarball,
+        package: name,
+        version: selected.version,
+        filename: selected.filename,
+        integrity: selected.integrity,
+        shasum: selected.shasum,
+        enqueuedAt: new Date(clock.now()).toISOString(),
+      })
+    }
+  }
+
+  return async (exchange, rawPackage, rawFilename) => {
+    const head = exchange.method === 'HEAD'
+    if (exchange.method !== 'GET' && !head) {
+      exchange.respondError(new ServiceError('NOT_FOUND'), { head })
+      return
+    }
+    let name: string
+    let file: string
+    try {
+      name = validatePackageName(rawPackage)
+      file = validateArtifactFilename(rawFilename)
+    } catch (error) {
+      exchange.respondError(toServiceError(error), { head })
+      return
+    }
+
+    // The client leaving aborts whatever upstream request is in flight. Only then:
+    // aborting after a completed relay would tear down a body that is about to end.
+    const controller = new AbortController()
+    exchange.onClose((reason) => {
+      if (reason !== 'completed') controller.abort(new ServiceError('UPSTREAM_UNAVAILABLE', { message: 'the client went away' }))
+    })
+    const ifNoneMatch = exchange.header('if-none-match')
+    const ifModifiedSince = exchange.header('if-modified-since')
+    const options: OpenArtifactOptions & { signal: AbortSignal } = {
+      method: head ? 'HEAD' : 'GET',
+      signal: controller.signal,
+      ...(ifNoneMatch === undefined && ifModifiedSince === undefined ? {} : {
+        conditional: {
+          ...(ifNoneMatch === undefined ? {} : { ifNoneMatch }),
+          ...(ifModifiedSince === undefined ? {} : { ifModifiedSince }),
+        },
+      }),
+    }
+
+    if (deps.privateClient !== undefined && await privateLeg(exchange, deps.privateClient, name, file, options)) return
+    if (exchange.closed) return
+    if (deps.publicClient === undefined) {
+      exchange.respondError(NO_SUCH_ARTIFACT(), { head })
+      return
+    }
+    await publicLeg(exchange, deps.publicClient, name, file, options)
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The mirror job's layout (SPEC.md 2.8, 6.1): encode and decode round trip,
+ * every field checked, no credential-bearing URL, and enqueueOn sending the
+ * encoded body on a real embedded queue.
+ */
+import t from 'tap'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { isServiceError } from '../../engine/errors.js'
+import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
+import { MIRROR_JOB_FORMAT, UNDECODABLE_MIRROR_JOB, checkMirrorJob, decodeMirrorJob, encodeMirrorJob, enqueueOn, type MirrorJob } from '../../engine/mirror/mirror-job.js'
+
+const SHA512 = `sha512-${Buffer.alloc(64, 1).toString('base64')}`
+const JOB: MirrorJob = {
+  url: 'https://127.0.0.1:8443/@acme%2fwidget/-/widget-1.2.3.tgz',
+  package: '@acme/widget',
+  version: '1.2.3',
+  filename: 'widget-1.2.3.tgz',
+  integrity: SHA512,
+  shasum: 'a'.repeat(40),
+  enqueuedAt: '2025-01-02T03:04:05.678Z',
+}
+
+function reasonOf(fn: () => unknown): string {
+  try {
+    fn()
+  } catch (e) {
+    return isServiceError(e, 'QUEUE_FAILURE') ? String(e.data?.['reason']) + ': ' + String(e.data?.['detail']) : `other: ${String(e)}`
+  }
+  return 'accepted'
+}
+
+t.test('round trip keeps every field; absent digests stay absent', async (t) => {
+  const body = encodeMirrorJob(JOB)
+  t.equal(JSON.parse(body).v, MIRROR_JOB_FORMAT)
+  t.same(decodeMirrorJob(body), JOB)
+  const shasumOnly = { ...JOB, integrity: undefined }
+  const decoded = decodeMirrorJob(encodeMirrorJob(shasumOnly))
+  t.equal(decoded.integrity, undefined)
+  t.equal(decoded.shasum, JOB.shasum)
+  t.notOk('integrity' in JSON.parse(encodeMirrorJob(shasumOnly)), 'an absent digest is not written as null')
+})
+
+t.test('invalid jobs are refused with the undecodable reason', async (t) => {
+  const cases: [string, unknown][] = [
+    ['http url', { ...JOB, url: 'http://127.0.0.1/a/-/a-1.0.0.tgz' }],
+    ['userinfo', { ...JOB, url: 'https://user:secret@127.0.0.1/a/-/a-1.0.0.tgz' }],
+    ['query', { ...JOB, url: 'https://127.0.0.1/a/-/a-1.0.0.tgz?token=secret' }],
+    ['fragment', { ...JOB, url: 'https://127.0.0.1/a/-/a-1.0.0.tgz#x' }],
+    ['bad url', { ...JOB, url: 'not a url' }],
+    ['bad package', { ...JOB, package: '../etc' }],
+    ['empty version', { ...JOB, version: '' }],
+    ['bad filename', { ...JOB, filename: '../a.tgz' }],
+    ['not tgz', { ...JOB, filename: 'a.zip' }],
+    ['no digest', { ...JOB, integrity: undefined, shasum: undefined }],
+    ['bad shasum', { ...JOB, shasum: 'xyz' }],
+    ['bad time', { ...JOB, enqueuedAt: 'yesterday' }],
+    ['not an object', 'job'],
+  ]
+  for (const [label, value] of cases) {
+    t.match(reasonOf(() => checkMirrorJob(value)), new RegExp(`^${UNDECODABLE_MIRROR_JOB}: `), label)
+  }
+  t.match(reasonOf(() => encodeMirrorJob({ ...JOB, url: 'https://u:p@127.0.0.1/a.tgz' })), /userinfo/, 'encode refuses too')
+  t.match(reasonOf(() => decodeMirrorJob('{')), /not JSON/)
+  t.match(reasonOf(() => decodeMirrorJob(JSON.stringify({ ...JOB, v: 99 }))), /unknown format/)
+  t.match(reasonOf(() => decodeMirrorJob(JSON.stringify(JOB))), /unknown format/, 'a body without its format version')
+})
+
+t.test('enqueueOn sends the encoded job on a real embedded queue', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'mirror-job-'))
+  const queue = await EmbeddedQueue.open({ dir })
+  t.teardown(async () => { await queue.close(); await rm(dir, { recursive: true, force: true }) })
+  await enqueueOn(queue)(JOB)
+  const [message] = await queue.receive({ max: 10, visibilitySeconds: 30 })
+  t.ok(message)
+  t.same(decodeMirrorJob(message!.body), JOB)
+})
