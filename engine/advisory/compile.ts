@@ -117,7 +117,8 @@ export async function compileEcosystem(options: CompileEcosystemOptions): Promis
       feed = await fetchEpssFeed(epssUrl, { dispatcher: options.dispatcher, wanted: builder.cves() })
     } catch (err) {
       const e = toServiceError(err, 'UPSTREAM_UNAVAILABLE')
-      logger.warn(EPSS_FEED_UNAVAILABLE, { ecosystem, source: epssSourceUrl, code: e.code, reason: e.message })
+      const cause = e.cause instanceof Error ? e.cause.message : undefined
+      logger.warn(EPSS_FEED_UNAVAILABLE, { ecosystem, source: epssSourceUrl, code: e.code, reason: e.message, ...(cause === undefined ? {} : { cause }) })
     }
   }
 

@@ -186,6 +186,9 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
   readonly #matches: Array<AdvisoryMatch | undefined>
   #lastName: string | undefined
   #lastPackage = -1
+  /** The version whose key is in #key (rules ask affecting and remediating of one version in turn). */
+  #keyVersion: string | undefined
+  #keyParsed = false
 
   constructor(u8: Uint8Array, header: Header, publishedAt: Date | undefined) {
     this.#u8 = u8
@@ -211,11 +214,14 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
     const at = this.#header.packageIndex + pkg * F.PACKAGE_ENTRY_SIZE
     const entries = this.#u32(at + 8)
     const count = this.#u32(at + 12)
-    const parsed = writeVersionKey(this.#key, this.ecosystem, version)
-    if (!parsed) {
-      if (want === FIX_BOUND) return NONE
-      writeRawKey(this.#key, version)
+    if (version !== this.#keyVersion) {
+      this.#keyParsed = writeVersionKey(this.#key, this.ecosystem, version)
+      // An unparseable version can only match an explicit list, by its raw string.
+      if (!this.#keyParsed) writeRawKey(this.#key, version)
+      this.#keyVersion = version
     }
+    const parsed = this.#keyParsed
+    if (!parsed && want === FIX_BOUND) return NONE
     let out: AdvisoryMatch[] | undefined
     for (let e = 0; e < count; e++) {
       const result = this.#evaluate(this.#u32(entries + e * F.ENTRY_SIZE + 4), parsed)
@@ -256,11 +262,9 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
     return found
   }
 
-  /** sign(query - stored key at `at`, length `len`). */
-  #compareQuery(at: number, len: number): number {
+  /** sign(query `q[0, qLen)` - stored key at `at`, length `len`). */
+  #compareQuery(q: Uint8Array, qLen: number, at: number, len: number): number {
     const u8 = this.#u8
-    const q = this.#key.bytes
-    const qLen = this.#key.length
     const n = qLen < len ? qLen : len
     for (let i = 0; i < n; i++) {
       const d = (q[i] as number) - (u8[at + i] as number)
@@ -272,6 +276,8 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
   /** AFFECTED and/or FIX_BOUND for one Match block (osv-evaluate.ts semantics). */
   #evaluate(ref: number, parsed: boolean): number {
     const view = this.#view
+    const q = this.#key.bytes
+    const qLen = this.#key.length
     let p = ref
     const ranges = this.#u32(p)
     p += 4
@@ -291,7 +297,7 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
         const unbounded = (flags & F.FLAG_UNBOUNDED) !== 0
         if (parsed) {
           // introduced "0" is below every version, limit "*" above every version.
-          const c = unbounded ? (kind === F.EVENT_INTRODUCED ? 1 : -1) : this.#compareQuery(p + 4, keyLen)
+          const c = unbounded ? (kind === F.EVENT_INTRODUCED ? 1 : -1) : this.#compareQuery(q, qLen, p + 4, keyLen)
           if (kind === F.EVENT_INTRODUCED) { if (c >= 0) vulnerable = true }
           else if (kind === F.EVENT_FIXED) {
             if (c >= 0) vulnerable = false
@@ -315,7 +321,7 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
       while (lo <= hi) {
         const mid = (lo + hi) >>> 1
         const k = this.#u32(p + mid * 4)
-        const c = this.#compareQuery(k + 2, view.getUint16(k, true))
+        const c = this.#compareQuery(q, qLen, k + 2, view.getUint16(k, true))
         if (c === 0) { result |= AFFECTED; break }
         if (c > 0) lo = mid + 1
         else hi = mid - 1

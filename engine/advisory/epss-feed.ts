@@ -121,12 +121,23 @@ export async function readEpssFeed(body: AsyncIterable<Uint8Array>, wanted?: Rea
 
 /**
  * Fetches and parses the feed with a plain undici GET (source-request.ts; no
- * redirects are followed). Throws a ServiceError: UPSTREAM_UNAVAILABLE for a transport
- * failure or a non-2xx answer, UPSTREAM_DECODE for a malformed body.
+ * redirects are followed); a body that fails mid-stream is fetched once more.
+ * Throws a ServiceError: UPSTREAM_UNAVAILABLE for a transport failure or a
+ * non-2xx answer, UPSTREAM_DECODE for a malformed feed.
  */
 export async function fetchEpssFeed(
   url: string | URL, options: { dispatcher?: Dispatcher; wanted?: ReadonlySet<string> } = {},
 ): Promise<EpssFeed> {
+  try {
+    return await fetchOnce(url, options)
+  } catch (err) {
+    // A connection lost mid-body (e.g. "other side closed") is worth one more GET; a bad answer is not.
+    if (err instanceof ServiceError && err.data?.transport === true) return await fetchOnce(url, options)
+    throw err
+  }
+}
+
+async function fetchOnce(url: string | URL, options: { dispatcher?: Dispatcher; wanted?: ReadonlySet<string> }): Promise<EpssFeed> {
   let res: Dispatcher.ResponseData
   try {
     res = await getSource(new URL(typeof url === 'string' ? url : url.href), options.dispatcher)
@@ -142,6 +153,7 @@ export async function fetchEpssFeed(
   } catch (err) {
     res.body.destroy()
     if (err instanceof ServiceError) throw err
-    throw new ServiceError('UPSTREAM_DECODE', { message: 'the EPSS feed could not be read', cause: err })
+    // Not a parse failure of ours: the body stream itself failed (transport or gzip).
+    throw new ServiceError('UPSTREAM_UNAVAILABLE', { message: 'the EPSS feed could not be read', cause: err, data: { transport: true } })
   }
 }

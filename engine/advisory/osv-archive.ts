@@ -28,9 +28,20 @@ export interface DownloadedArchive {
 /**
  * Streams `url` into a new temporary folder under `tmpDir`. Throws
  * UPSTREAM_UNAVAILABLE for a transport failure or a non-2xx answer (redirects
- * are not followed), leaving nothing behind.
+ * are not followed), leaving nothing behind. A body that fails mid-stream is
+ * fetched once more.
  */
 export async function downloadArchive(url: URL, tmpDir: string, dispatcher?: Dispatcher): Promise<DownloadedArchive> {
+  try {
+    return await downloadOnce(url, tmpDir, dispatcher)
+  } catch (err) {
+    // A connection lost mid-body is worth one more GET; a refusal is not.
+    if (err instanceof ServiceError && err.data?.transport === true) return await downloadOnce(url, tmpDir, dispatcher)
+    throw err
+  }
+}
+
+async function downloadOnce(url: URL, tmpDir: string, dispatcher?: Dispatcher): Promise<DownloadedArchive> {
   const dir = await mkdtemp(join(tmpDir, 'osv-export-'))
   const dispose = (): Promise<void> => rm(dir, { recursive: true, force: true })
   const path = join(dir, 'all.zip')
@@ -49,7 +60,7 @@ export async function downloadArchive(url: URL, tmpDir: string, dispatcher?: Dis
     try {
       await pipeline(res.body, out)
     } catch (err) {
-      throw new ServiceError('UPSTREAM_UNAVAILABLE', { message: 'the OSV export download failed', cause: err })
+      throw new ServiceError('UPSTREAM_UNAVAILABLE', { message: 'the OSV export download failed', cause: err, data: { transport: true } })
     }
     return { path, bytes: out.bytesWritten, dispose }
   } catch (err) {

@@ -63,6 +63,22 @@ export class KeyWriter {
     for (let i = 0; i < d.length; i++) this.#bytes[this.#length++] = d.charCodeAt(i)
   }
 
+  /** The digit string `s[start, end)`, without leading zeros, written as `number` would. */
+  numberFrom(s: string, start: number, end: number): void {
+    while (start < end && s.charCodeAt(start) === 48) start++
+    const len = end - start
+    if (len > 254) throw new RangeError('version number too long')
+    this.#ensure(len + 1)
+    this.#bytes[this.#length++] = len
+    for (let i = start; i < end; i++) this.#bytes[this.#length++] = s.charCodeAt(i)
+  }
+
+  /** ASCII `s[start, end)`; callers guarantee no 0x00 and no code unit above 0x7f. */
+  asciiFrom(s: string, start: number, end: number): void {
+    this.#ensure(end - start)
+    for (let i = start; i < end; i++) this.#bytes[this.#length++] = s.charCodeAt(i) & 0x7f
+  }
+
   /** ASCII string (identifiers); callers guarantee no 0x00 and no code unit above 0x7f. */
   ascii(s: string): void {
     this.#ensure(s.length)
@@ -94,13 +110,99 @@ function stripZeros(d: string): string {
   return d.slice(i)
 }
 
+/**
+ * Fast path for a strict SemVer 2.0 string `MAJOR.MINOR.PATCH[-PRE][+BUILD]`
+ * (no prefix, no whitespace), which is what packuments hold: writes its key
+ * straight from the characters, exactly as the parser path would after
+ * semver.parse. Returns false to leave anything else to the parser.
+ */
+function writeStrictSemver(w: KeyWriter, v: string): boolean {
+  const n = v.length
+  if (n === 0 || n > 256) return false // semver's MAX_LENGTH
+  // Validate first, so that nothing is written for a string the parser must judge.
+  let i = 0
+  let dots = 0
+  let digits = 0
+  for (; i < n; i++) {
+    const c = v.charCodeAt(i)
+    if (c >= 0x30 && c <= 0x39) { if (++digits > 15) return false; continue } // semver refuses > MAX_SAFE_INTEGER
+    if (c !== 0x2e || digits === 0 || dots === 2) break
+    dots++
+    digits = 0
+  }
+  if (dots !== 2 || digits === 0) return false
+  const mainEnd = i
+  let preEnd = i
+  if (i < n && v.charCodeAt(i) === 0x2d) {
+    let len = 0
+    for (i++; i < n; i++) {
+      const c = v.charCodeAt(i)
+      if (c === 0x2e) { if (len === 0) return false; len = 0; continue }
+      if (c === 0x2b) break
+      if (!isIdentifierChar(c)) return false
+      len++
+    }
+    if (len === 0) return false
+    preEnd = i
+  }
+  if (i < n) {
+    if (v.charCodeAt(i) !== 0x2b) return false
+    let len = 0
+    for (i++; i < n; i++) {
+      const c = v.charCodeAt(i)
+      if (c === 0x2e) { if (len === 0) return false; len = 0; continue }
+      if (!isIdentifierChar(c)) return false
+      len++
+    }
+    if (len === 0) return false
+  }
+  w.reset()
+  let start = 0
+  for (let j = 0; j <= mainEnd; j++) {
+    if (j < mainEnd && v.charCodeAt(j) !== 0x2e) continue
+    w.numberFrom(v, start, j) // leading zeros dropped, as the loose parser reads them
+    start = j + 1
+  }
+  if (preEnd === mainEnd) {
+    w.byte(0x02)
+    return true
+  }
+  w.byte(0x01)
+  start = mainEnd + 1
+  for (let j = start; j <= preEnd; j++) {
+    if (j < preEnd && v.charCodeAt(j) !== 0x2e) continue
+    let numeric = true
+    for (let k = start; k < j; k++) {
+      const c = v.charCodeAt(k)
+      if (c < 0x30 || c > 0x39) { numeric = false; break }
+    }
+    if (numeric) {
+      w.byte(0x01)
+      w.numberFrom(v, start, j)
+    } else {
+      w.byte(0x02)
+      w.asciiFrom(v, start, j)
+      w.byte(0x00)
+    }
+    start = j + 1
+  }
+  w.byte(0x00)
+  return true
+}
+
+function isIdentifierChar(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x2d
+}
+
 /** Writes the semver key of `version`; false (and nothing reliable written) when it does not parse. */
 export function writeSemverKey(w: KeyWriter, version: string): boolean {
+  if (writeStrictSemver(w, version)) return true
+  w.reset()
   const v = parseNpmVersion(version)
   if (v === undefined) return false
-  w.number(String(v.major))
-  w.number(String(v.minor))
-  w.number(String(v.patch))
+  w.number(stripZeros(String(v.major)))
+  w.number(stripZeros(String(v.minor)))
+  w.number(stripZeros(String(v.patch)))
   if (v.prerelease.length === 0) {
     w.byte(0x02)
     return true

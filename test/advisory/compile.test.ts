@@ -46,7 +46,14 @@ async function setup(t: Test) {
   const emba = embaScores()
   const feed = epssFeedGz(emba)
   let drops = 0
+  let cuts = 0
   const peer = await serve({
+    // Sends the headers and half the body, then drops the connection, once.
+    '/epss-cut/feed.csv.gz': (req, res) => {
+      res.setHeader('content-length', feed.length)
+      if (cuts++ === 0) { res.write(feed.subarray(0, feed.length >> 1), () => req.socket.destroy()); return }
+      res.end(feed)
+    },
     // Drops the connection of the first request without answering; answers the second.
     '/epss-flaky/feed.csv.gz': (req, res) => {
       if (drops++ === 0) { req.socket.destroy(); return }
@@ -176,6 +183,7 @@ t.test('compile over HTTP', async (t) => {
       tmpDir: s.tmp, clock, logger,
     })
     t.equal(out.metadata[METADATA_KEYS.osvSourceUrl], `http://127.0.0.1:${port}/osv/PyPI/all.zip`)
+    t.same(logger.find(EPSS_FEED_UNAVAILABLE), [], 'no EPSS warning')
     t.equal(out.summary.unparseableRanges, 0)
     const db = loadAdvisoryArtifact(out.bytes)
     t.equal(db.ecosystem, 'py')
@@ -229,8 +237,13 @@ t.test('compile over HTTP', async (t) => {
   t.test('a GET that fails before any response is retried once', async (t) => {
     const logger = new RecordingLogger()
     const out = await compileEcosystem({ ecosystem: 'js', osvExportBaseUrl: `${s.peer.base}/osv`, epssFeedUrl: `${s.peer.base}/epss-flaky/feed.csv.gz`, tmpDir: s.tmp, clock, logger })
+    t.same(logger.find(EPSS_FEED_UNAVAILABLE), [], 'no EPSS warning')
     t.equal(out.summary.epssStatus, 'available')
     t.equal(s.peer.requests.filter((u) => u.startsWith('/epss-flaky/')).length, 2)
+    const cut = await compileEcosystem({ ecosystem: 'js', osvExportBaseUrl: `${s.peer.base}/osv`, epssFeedUrl: `${s.peer.base}/epss-cut/feed.csv.gz`, tmpDir: s.tmp, clock, logger })
+    t.equal(cut.summary.epssStatus, 'available', 'a body cut mid-stream is fetched again')
+    t.equal(s.peer.requests.filter((u) => u.startsWith('/epss-cut/')).length, 2)
+    t.same(logger.find(EPSS_FEED_UNAVAILABLE), [])
   })
 
   t.test('an OSV failure fails the compile and leaves nothing behind', async (t) => {

@@ -55,6 +55,22 @@ t.test('semver key details', async (t) => {
   t.equal(cmpKeys(key('js', '1.0.0+build.1')!, key('js', '1.0.0')!), 0, 'build metadata is ignored')
   t.equal(cmpKeys(key('js', '1.90')!, key('js', '1.90.0')!), 0, 'a partial version reads as its lowest release')
   t.equal(parseNpmVersion('1')?.version, '1.0.0')
+  // The fast path for plain releases writes what the semver parser would.
+  t.same(key('js', '01.002.0003'), key('js', '1.2.3'))
+  t.same(key('js', '0.0.0'), key('js', ' 0.0.0 '))
+  t.same(key('js', '100000000000000.0.0'), key('js', 'v100000000000000.0.0'))
+  t.equal(key('js', '9007199254740992.0.0'), undefined, 'above MAX_SAFE_INTEGER, as semver refuses')
+  t.equal(key('js', '1.2.3.4'), undefined)
+  t.equal(key('js', '1..3'), undefined)
+  // Pre-releases and build metadata through the fast path agree with the parser path.
+  t.same(key('js', '1.0.0-rc.01'), key('js', 'v1.0.0-rc.1'), 'numeric identifiers compare by value')
+  t.same(key('js', '0.0.0-experimental-2b3d5b359-20230401+sha.1'), key('js', '=0.0.0-experimental-2b3d5b359-20230401'))
+  for (const bad of ['1.0.0-', '1.0.0-a..b', '1.0.0+', '1.0.0-a_b', `1.0.0-${'a'.repeat(300)}`]) {
+    const k = key('js', bad)
+    if (parseNpmVersion(bad) === undefined) t.equal(k, undefined, `${bad.slice(0, 20)} refused as the parser refuses it`)
+    else t.equal(cmpKeys(k!, key('js', '1.0.0-0')!), semver.compare(bad, '1.0.0-0', true), `${bad} ordered as the parser reads it`)
+  }
+  t.equal(key('js', `1.0.0-${'a'.repeat(300)}`), undefined, 'semver refuses strings over 256 characters')
   t.equal(key('js', 'not-a-version'), undefined)
   // "0" reads as 0.0.0, above 0.0.0-experimental-*: which is why the compiler treats introduced "0" as unbounded.
   t.same(key('js', '0'), key('js', '0.0.0'))
