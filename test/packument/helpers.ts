@@ -88,7 +88,7 @@ export function packument(name: string, versions: readonly string[], extra: Reco
  * ServiceError is frozen, which tap's t.throws cannot handle, so this checks by hand.
  */
 export function expectCode(
-  t: { ok(value: unknown, message?: string): unknown; fail(message?: string): unknown },
+  t: { ok(value: unknown, message: string): unknown; fail(message: string): unknown },
   fn: () => unknown,
   code: string,
   message: string,
