@@ -46,6 +46,8 @@ export interface SelectedVersion {
   readonly tarball: string
   readonly integrity: string | undefined
   readonly shasum: string | undefined
+  /** The upstream's publish time of the version (`time[version]`), ms since the epoch; the artifact path gates on it again. */
+  readonly publishedAt: number | undefined
 }
 
 /** A decision the main thread must see: a skipped check or an advisory rule that could not consult the database. */
@@ -213,7 +215,8 @@ export function planMerge(input: MergeInput): MergePlan {
         superseded++
         continue
       }
-      const decision = decide(new LazyVersionFacts(ecosystem, packageName, version, publicIndex))
+      const facts = new LazyVersionFacts(ecosystem, packageName, version, publicIndex)
+      const decision = decide(facts)
       let reported = decision.skipped.length > 0
       for (const observation of decision.advisory) {
         if (observation.cause === undefined) answered.add(observation.rule)
@@ -239,6 +242,7 @@ export function planMerge(input: MergeInput): MergePlan {
         tarball: tarball.url,
         integrity: decodeSlice(publicIndex, entry.integrityStart, entry.integrityEnd, entry.integrityPlain),
         shasum: decodeSlice(publicIndex, entry.shasumStart, entry.shasumEnd, entry.shasumPlain),
+        publishedAt: facts.publishedAt?.getTime(),
       })
       keptPublic++
     }

@@ -41,10 +41,8 @@ export interface RenderJob {
 /** Scan, merge, gate and render one packument: in production a Piscina task. */
 export type Renderer = (job: RenderJob) => Promise<PackumentOutcome>
 
-export interface SelectedArtifact extends SelectedVersion {
-  /** The upstream's publish time of the version, for quarantine at artifact time. */
-  readonly publishedAt: Date | undefined
-}
+/** What the selected-version store keeps per artifact file name. */
+export type SelectedArtifact = SelectedVersion
 
 export interface PackumentServiceOptions {
   readonly ecosystem: Ecosystem
@@ -171,7 +169,7 @@ export class PackumentService {
   #retainSelected(packageName: string, outcome: PackumentOutcome): void {
     const { ecosystem, cache } = this.#o
     for (const selected of outcome.selected) {
-      cache.version.set(selectedVersionKey(ecosystem, packageName, selected.filename), selected as SelectedArtifact)
+      cache.version.set(selectedVersionKey(ecosystem, packageName, selected.filename), selected)
     }
   }
 }
