@@ -62,6 +62,7 @@ t.test('tarballs are rewritten; integrity and shasum are kept byte for byte', as
     tarball: 'https://upstream.test/@scope/pkg/-/pkg-1.0.0.tgz?token=x',
     integrity: doc.versions['1.0.0'].dist.integrity,
     shasum: '0123456789abcdef0123456789abcdef01234567',
+    publishedAt: outcome.selected[0]?.publishedAt,
   }], 'the selected record keeps the authoritative URL')
   const trailing = run({ packageName: 'p', baseUrl: 'http://proxy.test/' }, undefined, packument('p', ['1.0.0']))
   t.equal(body(trailing).versions['1.0.0'].dist.tarball, 'http://proxy.test/js/p/-/p-1.0.0.tgz', 'a trailing slash of the base is not doubled')
