@@ -1,0 +1,232 @@
+/**
+ * The artifact relay (SPEC.md 1.3, 4.4, 4.4a; PEERS.md "Baseline"): MB/s and
+ * p99 latency of cold artifact GETs of 1 MiB and 10 MiB at 16 and 64
+ * concurrent clients through the proxy's artifact route (private leg,
+ * streaming every request from a local plain-http origin), against nginx
+ * relaying to the same origin (tuned: proxy_buffering off, 256k buffers, a
+ * keep-alive upstream pool) and against Verdaccio serving the same tarballs
+ * from its storage. Then the proxy's RSS while 64 slow clients read 10 MiB
+ * artifacts (target: growth under 64 MiB).
+ *
+ * The origin is nginx serving the files statically, the fastest origin at
+ * hand, so the relays are what is measured. The proxy runs in a process of
+ * its own (bench/runners/artifact-relay-server.ts); the load comes from a
+ * third (wrk, else autocannon). BENCH_DURATION_SECONDS sizes each run
+ * (default 8 s after a 2 s warm-up).
+ */
+import { fork } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ChildPeer } from '../../test/peers/child-peer.js'
+import { startVerdaccio, type VerdaccioPeer } from '../../test/peers/verdaccio.js'
+import { fetchBytes, measureServer, type LoadShape } from '../lib/baselines.js'
+import { loadWarnings, type MeasuredServer } from '../lib/load-rows.js'
+import { isUnavailable, startNginx, type NginxServer } from '../lib/nginx.js'
+import { peakRssBytes } from '../lib/peak-rss.js'
+import type { Measurement, Row, Scenario, ScenarioResult } from '../lib/scenario.js'
+
+const MIB = 1024 * 1024
+const MB = 1_000_000
+const SIZES = [{ label: '1 MiB', bytes: MIB }, { label: '10 MiB', bytes: 10 * MIB }] as const
+const CONCURRENCY = [16, 64] as const
+const SLOW_CLIENTS = 64
+/** Each slow client reads about this many bytes per second. */
+const SLOW_RATE = 512 * 1024
+const SLOW_SECONDS = 8
+const RSS_TARGET_GROWTH = 64 * MIB
+
+interface Artifact { readonly label: string, readonly bytes: number, readonly name: string, readonly file: string, readonly body: Buffer }
+
+function artifactPath(a: Artifact): string {
+  return `/${a.name}/-/${a.file}`
+}
+
+interface RelayProcess { readonly origin: string, readonly pid: number, stop(): Promise<void> }
+
+async function startRelay(upstream: string): Promise<RelayProcess> {
+  const runner = fileURLToPath(new URL('../runners/artifact-relay-server.js', import.meta.url))
+  const child = fork(runner, [upstream], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], execArgv: [] })
+  const peer = new ChildPeer('artifact relay', child)
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the relay did not listen:\n${peer.output}`)), 30_000)
+    child.once('message', (m: { port?: unknown }) => {
+      clearTimeout(timer)
+      if (typeof m.port === 'number') resolve(m.port)
+      else reject(new Error(`unexpected message ${JSON.stringify(m)}`))
+    })
+    void peer.exited.then(() => { clearTimeout(timer); reject(new Error(`the relay exited:\n${peer.output}`)) })
+  })
+  return { origin: `http://127.0.0.1:${port}/js`, pid: peer.pid, stop: () => peer.stop() }
+}
+
+async function rssBytes(pid: number): Promise<number | undefined> {
+  try {
+    const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'))
+    return match === null ? undefined : Number(match[1]) * 1024
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * `clients` raw connections each asking for `path` over and over and reading
+ * at about SLOW_RATE bytes per second, for `seconds`; samples the server's
+ * RSS every 100 ms. Returns the baseline (before) and the peak RSS seen.
+ */
+async function slowClients(origin: string, path: string, pid: number, clients: number, seconds: number): Promise<{ before: number, peak: number, bytes: number }> {
+  const url = new URL(origin)
+  const before = (await rssBytes(pid)) ?? 0
+  let peak = before
+  let bytes = 0
+  const sockets = new Set<import('node:net').Socket>()
+  const sampler = setInterval(() => {
+    void rssBytes(pid).then((rss) => { if (rss !== undefined && rss > peak) peak = rss })
+  }, 100)
+  const tick = 50
+  const perTick = Math.max(1, Math.floor(SLOW_RATE * tick / 1000))
+  for (let i = 0; i < clients; i++) {
+    const socket = connect(Number(url.port), url.hostname)
+    sockets.add(socket)
+    socket.on('error', () => {})
+    socket.write(`GET ${url.pathname}${path} HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`)
+    // Reads a budget per tick, then pauses: the kernel buffers fill and TCP holds the server.
+    let budget = perTick
+    socket.on('data', (chunk: Buffer) => {
+      bytes += chunk.byteLength
+      budget -= chunk.byteLength
+      if (budget <= 0) socket.pause()
+    })
+    const refill = setInterval(() => {
+      budget = perTick
+      socket.resume()
+    }, tick)
+    socket.on('close', () => clearInterval(refill))
+  }
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000))
+  clearInterval(sampler)
+  for (const s of sockets) s.destroy()
+  const last = await rssBytes(pid)
+  if (last !== undefined && last > peak) peak = last
+  return { before, peak, bytes }
+}
+
+function measurement(unit: string, better: 'higher' | 'lower', value: number): Measurement {
+  return { unit, better, value }
+}
+
+const scenario: Scenario = {
+  name: 'artifact-relay',
+  async run(): Promise<ScenarioResult> {
+    const duration = Number(process.env.BENCH_DURATION_SECONDS ?? 8)
+    const root = await mkdtemp(join(tmpdir(), 'bench-artifacts-'))
+    const notes: string[] = []
+    const rows: Row[] = []
+    let origin: NginxServer | undefined
+    let nginxRelay: NginxServer | string = 'not started'
+    let verdaccio: VerdaccioPeer | string = 'not started'
+    let relay: RelayProcess | undefined
+    try {
+      const artifacts: Artifact[] = SIZES.map((s, i) => ({
+        ...s, name: `bench-artifact-${i}`, file: `bench-artifact-${i}-1.0.0.tgz`, body: randomBytes(s.bytes),
+      }))
+      for (const a of artifacts) {
+        await mkdir(join(root, a.name, '-'), { recursive: true })
+        await writeFile(join(root, a.name, '-', a.file), a.body)
+      }
+      const started = await startNginx({ kind: 'static', root, defaultType: 'application/octet-stream' })
+      if (isUnavailable(started)) throw new Error(`the origin cannot run: ${started.unavailable}`)
+      origin = started
+      relay = await startRelay(origin.origin)
+      const relayNginx = await startNginx({ kind: 'relay', origin: origin.origin })
+      nginxRelay = isUnavailable(relayNginx) ? relayNginx.unavailable : relayNginx
+      try {
+        const v = await startVerdaccio({ role: 'private' })
+        for (const a of artifacts) {
+          // Verdaccio's local storage: the document beside its tarball file.
+          await mkdir(join(v.storageDir, a.name), { recursive: true })
+          await writeFile(join(v.storageDir, a.name, 'package.json'), JSON.stringify({
+            name: a.name, versions: { '1.0.0': { name: a.name, version: '1.0.0', dist: { tarball: `${v.origin}${artifactPath(a)}` } } },
+            'dist-tags': { latest: '1.0.0' }, time: {}, _rev: '1-0', _attachments: { [a.file]: { shasum: '' } }, _uplinks: {}, _distfiles: {},
+          }))
+          await writeFile(join(v.storageDir, a.name, a.file), a.body)
+        }
+        verdaccio = v
+      } catch (error) {
+        verdaccio = `verdaccio did not start: ${String(error)}`
+      }
+
+      // Every server must answer with exactly the artifact's bytes before it is measured.
+      const servers: Record<string, { base: string, pid: number } | string> = {
+        proxy: { base: relay.origin, pid: relay.pid },
+        'nginx relay': typeof nginxRelay === 'string' ? nginxRelay : { base: nginxRelay.origin, pid: nginxRelay.pid },
+        verdaccio: typeof verdaccio === 'string' ? verdaccio : { base: verdaccio.origin, pid: verdaccio.pid },
+      }
+      for (const [name, server] of Object.entries(servers)) {
+        if (typeof server === 'string') continue
+        for (const a of artifacts) {
+          const check = await fetchBytes(`${server.base}${artifactPath(a)}`)
+          if (check.status !== 200 || !check.body.equals(a.body)) {
+            if (name === 'proxy') throw new Error(`the proxy answered ${check.status} with other bytes for ${a.file}`)
+            servers[name] = `${name} answered ${check.status} with other bytes for ${a.file}`
+            break
+          }
+        }
+      }
+
+      for (const a of artifacts) {
+        for (const connections of CONCURRENCY) {
+          const shape: LoadShape = { connections, durationSeconds: duration, warmupSeconds: 2 }
+          const label = `GET ${a.label} x${connections}`
+          const measured: Record<string, MeasuredServer | string> = {}
+          for (const [name, server] of Object.entries(servers)) {
+            if (typeof server === 'string') { measured[name] = server; continue }
+            measured[name] = await measureServer(`${server.base}${artifactPath(a)}`, shape, () => peakRssBytes(server.pid))
+            const m = measured[name]
+            if (typeof m !== 'string') notes.push(...loadWarnings(`${name} ${label}`, m.load))
+          }
+          const own = measured['proxy'] as MeasuredServer
+          const pick = (m: MeasuredServer | string, f: (x: MeasuredServer) => Measurement): Measurement | string => (typeof m === 'string' ? m : f(m))
+          const baselines = (f: (x: MeasuredServer) => Measurement): Record<string, Measurement | string> => ({
+            nginx: pick(measured['nginx relay'] ?? 'not measured', f),
+            verdaccio: pick(measured['verdaccio'] ?? 'not measured', f),
+          })
+          const throughput = (x: MeasuredServer): Measurement => measurement('MB/s', 'higher', x.load.bytesPerSecond / MB)
+          const p99 = (x: MeasuredServer): Measurement => measurement('ms', 'lower', x.load.p99Ms)
+          rows.push({ metric: `${label} throughput`, project: throughput(own), baselines: baselines(throughput) })
+          rows.push({ metric: `${label} p99 latency`, project: p99(own), baselines: baselines(p99) })
+        }
+      }
+
+      // A fresh relay process for the memory figure, so the throughput runs do not set its baseline.
+      await relay.stop()
+      relay = await startRelay(origin.origin)
+      const big = artifacts[artifacts.length - 1]!
+      await fetchBytes(`${relay.origin}${artifactPath(big)}`) // one request first: code loaded, pools made
+      const slow = await slowClients(relay.origin, artifactPath(big), relay.pid, SLOW_CLIENTS, SLOW_SECONDS)
+      const growth = slow.peak - slow.before
+      rows.push({
+        metric: `RSS growth, ${SLOW_CLIENTS} slow clients reading ${big.label}`,
+        project: measurement('MiB', 'lower', growth / MIB),
+        baselines: { target: measurement('MiB', 'lower', RSS_TARGET_GROWTH / MIB) },
+      })
+      notes.push(
+        `slow clients: ${SLOW_CLIENTS} connections reading about ${SLOW_RATE / 1024} KiB/s each for ${SLOW_SECONDS} s (${(slow.bytes / MIB).toFixed(0)} MiB read in all); RSS ${(slow.before / MIB).toFixed(1)} MiB before, ${(slow.peak / MIB).toFixed(1)} MiB at peak; target growth under ${RSS_TARGET_GROWTH / MIB} MiB: ${growth < RSS_TARGET_GROWTH ? 'met' : 'MISSED'}`,
+        `origin: nginx serving the files statically over plain http; the proxy relays through its private leg (no gate, no queue); the nginx relay is tuned as PEERS.md says; Verdaccio serves the same files from its storage`,
+        `load by ${(rows.length > 0 ? 'wrk or autocannon' : '')} from its own process, ${duration} s per run after a 2 s warm-up; each server is one process (nginx: one worker); incompressible random artifacts`,
+      )
+      return { title: 'Artifact relay: proxy (private leg) vs tuned nginx relay vs Verdaccio, same origin and bytes', rows, notes }
+    } finally {
+      await relay?.stop()
+      if (typeof nginxRelay !== 'string') await nginxRelay.stop()
+      if (typeof verdaccio !== 'string') await verdaccio.stop()
+      await origin?.stop()
+      await rm(root, { recursive: true, force: true })
+    }
+  },
+}
+
+export default scenario
