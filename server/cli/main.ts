@@ -7,6 +7,7 @@
 import { readBuildInfo } from '../../engine/build-info.js'
 import { systemClock } from '../../engine/clock.js'
 import { loadConfig } from '../../engine/config/load.js'
+import { isServiceError } from '../../engine/errors.js'
 import { formatProblems } from '../../engine/config/problems.js'
 import { resolveIdentity } from '../../engine/log/identity.js'
 import { createProcessLogger, type ProcessLogger } from '../../engine/log/pino-logger.js'
@@ -14,6 +15,7 @@ import { TraceContext } from '../../engine/telemetry/trace-context.js'
 import { EXIT, SERVICE_EXITED } from '../lifecycle/exit-codes.js'
 import { Shutdown } from '../lifecycle/shutdown.js'
 import { runCheckConfig } from '../roles/check-config.js'
+import { runPilotCompile, startPilot } from '../roles/pilot.js'
 import { startProxy } from '../roles/proxy.js'
 import type { RoleContext, RunningRole } from '../roles/role-context.js'
 import { parseArgs, USAGE, type Command, type Role } from './args.js'
@@ -23,11 +25,21 @@ export const ROLE_UNAVAILABLE = 'a role this build cannot run'
 /** Roles this build can run; the others refuse at boot with exit 2 (SPEC.md 7.2). */
 const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<RunningRole>>> = {
   proxy: startProxy,
+  pilot: startPilot,
+}
+
+/**
+ * One-shot commands (`service pilot compile`): they resolve on success (exit
+ * 0) and throw on failure: CONFIG_INVALID is a boot abort (exit 2), anything
+ * else exit 1 with the `service: service exited:` line (SPEC.md 7.2).
+ */
+const ONE_SHOTS: Partial<Record<Role, (ctx: RoleContext) => Promise<void>>> = {
+  pilot: runPilotCompile,
 }
 
 /** Why this build cannot run the command's role, or undefined when it can. */
 export function roleRefusal(command: Extract<Command, { kind: 'role' }>): string | undefined {
-  const runnable = STARTERS[command.role] !== undefined && !command.oneShot && !command.dryRun
+  const runnable = (command.oneShot ? ONE_SHOTS[command.role] !== undefined : STARTERS[command.role] !== undefined) && !command.dryRun
   if (runnable) return undefined
   const what = command.oneShot ? `${command.role} compile` : command.role
   return `service: the ${what} role is ${ROLE_UNAVAILABLE}`
@@ -50,9 +62,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
   if (!loaded.ok) return bootAbort(formatProblems(loaded.problems))
 
-  const start = STARTERS[command.role]
+  const start = command.oneShot ? undefined : STARTERS[command.role]
+  const once = command.oneShot ? ONE_SHOTS[command.role] : undefined
   const refusal = roleRefusal(command)
-  if (start === undefined || refusal !== undefined) return bootAbort(refusal ?? ROLE_UNAVAILABLE)
+  if ((start === undefined && once === undefined) || refusal !== undefined) return bootAbort(refusal ?? ROLE_UNAVAILABLE)
 
   const config = loaded.config
   const build = readBuildInfo()
@@ -71,9 +84,24 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   // The launcher holds the IPC channel; if it dies, nothing supervises us: stop.
   process.on('disconnect', () => exit(EXIT.CANCELLED))
 
+  const ctx: RoleContext = { config, logger, clock: systemClock, identity, build, trace }
+  if (once !== undefined) {
+    try {
+      await once(ctx)
+    } catch (error) {
+      logger.flush()
+      if (isServiceError(error, 'CONFIG_INVALID') || isServiceError(error, 'BOOT_UNBUILDABLE')) {
+        bootAbort(`service: ${command.role} compile: ${error.message}`)
+        return exit(EXIT.BOOT_ABORTED)
+      }
+      return exit(EXIT.ABNORMAL, error instanceof Error ? error.message : String(error))
+    }
+    return exit(EXIT.OK)
+  }
+
   let running: RunningRole
   try {
-    running = await start({ config, logger, clock: systemClock, identity, build, trace })
+    running = await (start as (ctx: RoleContext) => Promise<RunningRole>)(ctx)
   } catch (error) {
     logger.flush()
     return bootAbort(`service: the ${command.role} role could not start: ${(error as Error).message}`)
