@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url'
 import { ChildPeer } from '../../test/peers/child-peer.js'
 import { startVerdaccio, type VerdaccioPeer } from '../../test/peers/verdaccio.js'
 import { fetchBytes, measureServer, type LoadShape } from '../lib/baselines.js'
+import { defaultLoadTool } from '../lib/load.js'
 import { loadWarnings, type MeasuredServer } from '../lib/load-rows.js'
 import { isUnavailable, startNginx, type NginxServer } from '../lib/nginx.js'
 import { peakRssBytes } from '../lib/peak-rss.js'
@@ -216,7 +217,7 @@ const scenario: Scenario = {
       notes.push(
         `slow clients: ${SLOW_CLIENTS} connections reading about ${SLOW_RATE / 1024} KiB/s each for ${SLOW_SECONDS} s (${(slow.bytes / MIB).toFixed(0)} MiB read in all); RSS ${(slow.before / MIB).toFixed(1)} MiB before, ${(slow.peak / MIB).toFixed(1)} MiB at peak; target growth under ${RSS_TARGET_GROWTH / MIB} MiB: ${growth < RSS_TARGET_GROWTH ? 'met' : 'MISSED'}`,
         `origin: nginx serving the files statically over plain http; the proxy relays through its private leg (no gate, no queue); the nginx relay is tuned as PEERS.md says; Verdaccio serves the same files from its storage`,
-        `load by ${(rows.length > 0 ? 'wrk or autocannon' : '')} from its own process, ${duration} s per run after a 2 s warm-up; each server is one process (nginx: one worker); incompressible random artifacts`,
+        `load by ${await defaultLoadTool()} from its own process, ${duration} s per run after a 2 s warm-up; each server is one process (nginx: one worker); incompressible random artifacts`,
       )
       return { title: 'Artifact relay: proxy (private leg) vs tuned nginx relay vs Verdaccio, same origin and bytes', rows, notes }
     } finally {
