@@ -34,7 +34,8 @@ export interface MergeInput {
 }
 
 /**
- * What the artifact route reuses for a kept public version: it gates a
+ * What the artifact route reuses for a gated public version (kept or
+ * withheld, so a withheld one is refused with its policy status): it gates a
  * lockfile install by tarball file name to version, then fetches the
  * authoritative upstream location (SPEC.md 4.4 public leg 2-3).
  */
@@ -102,6 +103,7 @@ export interface MergePlan {
   /** The value the abbreviated form's top-level `modified` copies. */
   readonly modified: IndexedMember | undefined
   readonly counts: MergeCounts
+  /** Every gated public version with a tarball, admitted or not: the artifact route gates by file name again. */
   readonly selected: readonly SelectedVersion[]
   readonly observations: readonly VersionObservation[]
   /** Advisory rules that consulted the database successfully at least once (an outage may be over). */
@@ -134,6 +136,17 @@ class LazyVersionFacts implements VersionFacts {
       this.#publishedAt = Number.isNaN(ms) ? undefined : new Date(ms)
     }
     return this.#publishedAt
+  }
+}
+
+function selectedRecord(version: string, tarball: { url: string; segment: string }, index: PackumentIndex, entry: VersionEntry, facts: VersionFacts): SelectedVersion {
+  return {
+    version,
+    filename: decodeFilename(tarball.segment),
+    tarball: tarball.url,
+    integrity: decodeSlice(index, entry.integrityStart, entry.integrityEnd, entry.integrityPlain),
+    shasum: decodeSlice(index, entry.shasumStart, entry.shasumEnd, entry.shasumPlain),
+    publishedAt: facts.publishedAt?.getTime(),
   }
 }
 
@@ -223,12 +236,14 @@ export function planMerge(input: MergeInput): MergePlan {
         else reported = true
       }
       if (reported) observations.push({ version, decision })
+      const tarball = tarballOf(publicIndex, entry)
       if (decision.verdict !== 'admit') {
         withheld++
         refusals.push(decision)
+        // Still selectable by file name: the artifact route gates it again and refuses it with the right status.
+        if (tarball !== undefined) selected.push(selectedRecord(version, tarball, publicIndex, entry, facts))
         continue
       }
-      const tarball = tarballOf(publicIndex, entry)
       if (tarball === undefined) {
         // Admitted, but no URL the proxy could serve it from (SPEC.md 2.3: tarball is required).
         unservable++
@@ -236,14 +251,7 @@ export function planMerge(input: MergeInput): MergePlan {
       }
       versions.push({ version, index: publicIndex, entry, tarballToken: JSON.stringify(rewriter.url(tarball.segment)) })
       survivors.set(version, publicIndex)
-      selected.push({
-        version,
-        filename: decodeFilename(tarball.segment),
-        tarball: tarball.url,
-        integrity: decodeSlice(publicIndex, entry.integrityStart, entry.integrityEnd, entry.integrityPlain),
-        shasum: decodeSlice(publicIndex, entry.shasumStart, entry.shasumEnd, entry.shasumPlain),
-        publishedAt: facts.publishedAt?.getTime(),
-      })
+      selected.push(selectedRecord(version, tarball, publicIndex, entry, facts))
       keptPublic++
     }
   }

@@ -174,9 +174,9 @@ export class Exchange {
    */
   cut(): void {
     if (this.#closed) return
-    this.#closed = true // before close(): uWS calls onAborted synchronously from it
-    this.#res.close()
+    // Settle first: uWS calls onAborted synchronously from close(), which must not rename the reason.
     this.#settle('cut')
+    this.#res.close()
   }
 
   /** `closeHeader`: write `Connection: close` (streamed responses, whose headers leave before uWS could add it). */
@@ -184,7 +184,8 @@ export class Exchange {
     this.#res.writeStatus(statusLine(status))
     for (const name in headers) {
       const value = headers[name]
-      if (value !== undefined) this.#res.writeHeader(name, value)
+      // uWS writes Content-Length itself (from end, tryEnd or endWithoutBody); a second one is invalid.
+      if (value !== undefined && name !== 'content-length') this.#res.writeHeader(name, value)
     }
     if (closeHeader) this.#res.writeHeader('connection', 'close')
     this.#headersSent = true

@@ -22,7 +22,14 @@ import { AdvisoryOutage } from '../../engine/policy/advisory-outage.js'
 import type { AdvisoryObservation } from '../../engine/policy/decision.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
+import { createEvaluator } from '../../engine/policy/evaluator.js'
+import { SkippedCheckRecord } from '../../engine/policy/skipped-check-record.js'
+import type { Decision, Evaluator, VersionFacts } from '../../engine/policy/decision.js'
+import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
+import { enqueueOn, type MirrorJob } from '../../engine/mirror/mirror-job.js'
 import { runPackumentTask } from '../../workers/packument-client.js'
+import { createArtifactHandler } from '../routes/artifact-route.js'
+import { ArtifactCounters } from '../routes/artifact-counters.js'
 import type { PolicyGateOptions } from '../../workers/policy-gate.js'
 import { FrontDoor } from '../http/front-door.js'
 import { Liveness } from '../health/liveness.js'
@@ -69,6 +76,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     'service.upstream.fetch.errors': () => counters.snapshot(),
   }
   const jsMount = config.mounts.js
+  const queue = await openMirrorQueue(ctx)
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]
     if (mount !== undefined) readiness.addMount(key, needsAdvisoryDatabase(mount.rules))
@@ -130,10 +138,35 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
         signal: job.signal,
       }),
     })
+    const artifactCounters = new ArtifactCounters()
+    snapshots['service.artifact'] = () => artifactCounters.snapshot()
+    const artifact = createArtifactHandler({
+      ecosystem: 'js',
+      privateClient,
+      publicClient,
+      // A public artifact decision takes the gate's entry step (SPEC.md 8.1); a private hit never gets here.
+      selectVersion: async (packageName, filename, signal) => {
+        const admission = await gate.enter(signal)
+        try {
+          const selected = await service.selectVersion(packageName, filename, admission, signal)
+          return selected === undefined ? undefined : { ...selected, publishedAt: selected.publishedAt === undefined ? undefined : new Date(selected.publishedAt) }
+        } finally {
+          admission.release()
+        }
+      },
+      evaluate: (facts) => policy.evaluator.evaluate(facts, 'admission'),
+      observe: policy.observeDecision,
+      integrityFloor: jsMount.integrityFloor,
+      enqueue: queue === undefined || jsMount.mirror === undefined ? noMirror : enqueueOn(queue),
+      logger,
+      counters: artifactCounters,
+      clock,
+    })
     mountJs(door, {
       hopMarker: marker,
       handlers: {
         packument: createPackumentHandler({ service, gate, logger }),
+        artifact,
       },
     })
   }
@@ -150,6 +183,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       sampler.stop()
       await Promise.allSettled(clients.map((c) => c.close()))
       await pool.destroy()
+      await queue?.close()
     },
     metrics: () => Object.fromEntries(Object.entries(snapshots).map(([name, read]) => [name, read()])),
   }
@@ -158,8 +192,29 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
 interface MountPolicy {
   readonly slot: AdvisorySlot
   readonly outage: AdvisoryOutage
+  /** The main thread's evaluator (artifact decisions); workers build their own from `gateOptions`. */
+  readonly evaluator: Evaluator
   readonly gateOptions: () => PolicyGateOptions
+  /** A packument's decisions (outage tracking only: skipped-check warnings are for artifacts). */
   readonly observe: (outcome: PackumentOutcome) => void
+  /** One public artifact decision: outage tracking and the skipped-check warning (SPEC.md 3.3, 6.2). */
+  readonly observeDecision: (facts: VersionFacts, decision: Decision) => void
+}
+
+/** No mirror target: a clean public relay enqueues nothing. */
+const noMirror = async (_job: MirrorJob): Promise<void> => {}
+
+/**
+ * The durable mirror queue, opened only when some mount has a mirror target:
+ * without a consumer to back-fill, jobs would only pile up on disk.
+ */
+async function openMirrorQueue(ctx: RoleContext): Promise<EmbeddedQueue | undefined> {
+  const { config, logger, clock } = ctx
+  if (!Object.values(config.mounts).some((m) => m?.mirror !== undefined)) return undefined
+  if (config.queue.kind !== 'embedded') {
+    throw new Error(`queue.kind ${config.queue.kind} is not built into this release; use the embedded queue`)
+  }
+  return EmbeddedQueue.open({ dir: config.queue.path, clock, logger })
 }
 
 function mountPolicy(mount: MountConfig, ctx: RoleContext): MountPolicy {
@@ -167,10 +222,17 @@ function mountPolicy(mount: MountConfig, ctx: RoleContext): MountPolicy {
   const maxAge = maxAgeFor(mount.rules, config.advisories.maxAgeSeconds)
   logger.info(ADVISORY_MAX_AGE, { ecosystem: mount.key, seconds: maxAge.seconds, origin: maxAge.origin })
   const slot = new AdvisorySlot()
-  const outage = new AdvisoryOutage({ ecosystem: mount.key, logger, clock })
+  const skipped = new SkippedCheckRecord({ ecosystem: mount.key, logger })
+  const outage = new AdvisoryOutage({ ecosystem: mount.key, logger, clock, onRecovered: () => skipped.clear() })
+  const evaluator = createEvaluator(mount.rules, { ecosystem: mount.key, database: () => slot.database(), clock, maxAgeSeconds: maxAge.seconds })
   return {
     slot,
     outage,
+    evaluator,
+    observeDecision: (facts, decision) => {
+      if (decision.advisory.length > 0) outage.observe(decision.advisory)
+      skipped.admitted(facts, decision)
+    },
     gateOptions: () => {
       const serving = slot.serving
       return {

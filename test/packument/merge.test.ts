@@ -41,7 +41,7 @@ t.test('private versions are trusted and win every collision', async (t) => {
   t.equal(doc._rev, 'private-rev')
   t.equal(doc.homepage, 'https://public.test', 'public-only field relayed')
   t.same(outcome.counts, { keptPrivate: 2, keptPublic: 1, withheld: 1, superseded: 2, unservable: 0 })
-  t.same(outcome.selected.map((s) => s.version), ['1.2.0'], 'selected records are the kept public versions')
+  t.same(outcome.selected.map((s) => s.version), ['1.2.0', '2.0.0'], 'selected records are the gated public versions, withheld ones included')
   const published = (pub['time'] as Record<string, string> | undefined)?.['1.2.0']
   t.equal(outcome.selected[0]?.publishedAt, published === undefined ? undefined : Date.parse(published), 'with the upstream publish time')
   t.equal(outcome.withholding, undefined)
