@@ -71,8 +71,8 @@ t.test('probes: liveness and per-mount readiness (SPEC.md 2.6, 2.7, 3.1)', async
 
 t.test('a request that comes back carrying our own hop marker is a loop: 502', async (t) => {
   const proxy = await startTestProxy(t)
-  const res = await proxy.get('/js/lodash', { via: `1.1 registry-proxy@127.0.0.1:${proxy.port}` })
+  const res = await proxy.get('/js/lodash', { via: `1.1 registry-proxy.127.0.0.1-${proxy.port}` })
   t.equal(res.status, 502)
-  const ping = await proxy.get('/js/-/ping', { via: `1.1 registry-proxy@127.0.0.1:${proxy.port}` })
+  const ping = await proxy.get('/js/-/ping', { via: `1.1 registry-proxy.127.0.0.1-${proxy.port}` })
   t.equal(ping.status, 200, 'ping is answered locally and never loops')
 })
