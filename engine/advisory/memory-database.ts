@@ -4,13 +4,13 @@
  * the compiled artifact, so rules cannot tell them apart.
  *
  * Ranges are read in the database's ecosystem: semver for `js`; for `py`,
- * PEP 440 (engine/policy/pep440-version.ts). A range is `introduced`
+ * PEP 440 (engine/advisory/pep440.ts). A range is `introduced`
  * (inclusive, '0' for everything) up to `fixed` (exclusive) or
  * `lastAffected` (inclusive), as in OSV.
  */
 import semver from 'semver'
 
-import { comparePep440, parsePep440 } from '../policy/pep440-version.js'
+import { comparePep440, parsePep440 } from './pep440.js'
 import type { AdvisoryDatabase, AdvisoryMatch, AdvisoryMetadata, Ecosystem } from './database.js'
 
 export interface MemoryAdvisoryRange {

@@ -77,7 +77,7 @@ export function parsePep440(version: string): Pep440Version | undefined {
 }
 
 /** Numeric comparison of two digit strings without leading zeros. */
-function compareDigits(a: string, b: string): number {
+export function compareDigits(a: string, b: string): number {
   if (a.length !== b.length) return a.length < b.length ? -1 : 1
   return a === b ? 0 : a < b ? -1 : 1
 }
@@ -90,8 +90,8 @@ function significantLength(release: readonly string[]): number {
 
 const PRE_RANK: Readonly<Record<PreReleaseLabel, number>> = { a: 1, b: 2, rc: 3 }
 
-/** -1, 0 or 1 by PEP 440 ordering of two parsed versions. */
-export function comparePep440(a: Pep440Version, b: Pep440Version): number {
+/** -1, 0 or 1 by PEP 440 ordering of two parsed versions; `ignoreLocal` compares public versions only. */
+export function comparePep440(a: Pep440Version, b: Pep440Version, ignoreLocal = false): number {
   let c = compareDigits(a.epoch, b.epoch)
   if (c !== 0) return c
   const la = significantLength(a.release)
@@ -121,7 +121,12 @@ export function comparePep440(a: Pep440Version, b: Pep440Version): number {
     c = compareDigits(a.dev, b.dev)
     if (c !== 0) return c
   }
-  return compareLocal(a.local, b.local)
+  return ignoreLocal ? 0 : compareLocal(a.local, b.local)
+}
+
+/** A pre-release or a development release. */
+export function isPrerelease(v: Pep440Version): boolean {
+  return v.pre !== undefined || v.dev !== undefined
 }
 
 /** 0: dev-only release; 1..3: a, b, rc; 4: no pre-release. */
