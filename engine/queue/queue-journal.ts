@@ -27,6 +27,7 @@ import { join } from 'node:path'
 import { ServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
 import { QueueFailureReason } from './queue.js'
+import { syncFolder } from '../fs/sync-folder.js'
 
 /** A message as sent, or its whole state in a compaction snapshot. */
 export interface SendRecord {
@@ -244,15 +245,6 @@ function parseRecord(line: string): JournalRecord | undefined {
 
 function unavailable(message: string): ServiceError {
   return new ServiceError('QUEUE_FAILURE', { message, data: { reason: QueueFailureReason.UNAVAILABLE } })
-}
-
-async function syncFolder(path: string): Promise<void> {
-  const handle = await open(path, 'r')
-  try {
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
 }
 
 async function takeLock(dir: string): Promise<void> {

@@ -34,6 +34,7 @@ import type { Clock } from '../clock.js'
 import { ServiceError } from '../errors.js'
 import { checkObjectKey, checkObjectMetadata, checkObjectPrefix } from './object-key.js'
 import type { HeadOptions, ObjectBody, ObjectHead, ObjectMetadata, ObjectNotModified, ObjectStore, PutResult } from './object-store.js'
+import { syncFolder } from '../fs/sync-folder.js'
 
 export interface FilesystemObjectStoreOptions {
   /** The store's folder; created if missing. */
@@ -254,15 +255,6 @@ async function writeBody(path: string, body: Uint8Array | Readable): Promise<{ e
   }
   // Quoted like an HTTP entity tag (RFC 9110 8.8.3), as S3 returns its own.
   return { etag: `"${hash.digest('hex')}"`, size }
-}
-
-async function syncFolder(path: string): Promise<void> {
-  const handle = await open(path, 'r')
-  try {
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
 }
 
 async function unlinkIfPresent(path: string): Promise<void> {
