@@ -103,8 +103,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   try {
     running = await (start as (ctx: RoleContext) => Promise<RunningRole>)(ctx)
   } catch (error) {
-    logger.flush()
-    return bootAbort(`service: the ${command.role} role could not start: ${(error as Error).message}`)
+    bootAbort(`service: the ${command.role} role could not start: ${(error as Error).message}`)
+    // Exit now: the launcher's IPC channel (and anything the start opened) would keep the process alive.
+    return exit(EXIT.BOOT_ABORTED)
   }
   const shutdown = new Shutdown({
     door: running.door,
