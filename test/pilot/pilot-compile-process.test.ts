@@ -73,3 +73,31 @@ t.test('a failed compile exits 1 with the detail; no OSV export URL exits 2 nami
     t.match(refused.stderr(), /advisories\.osvExportBaseUrl is not set/)
   }
 })
+
+t.test('service pilot runs at start, serves its probes, and drains on SIGTERM', async (t) => {
+  const peer = await serve({
+    '/osv/npm/all.zip': exportZip(npmSamples()),
+    '/epss/feed.csv.gz': epssFeedGz(new Map([['CVE-2020-28500', '0.0123']])),
+  })
+  t.teardown(() => new Promise<void>((resolve) => peer.server.close(() => resolve())))
+  const root = await mkdtemp(join(tmpdir(), 'pilot-role-'))
+  t.teardown(() => rm(root, { recursive: true, force: true }))
+  const run = runService(t, ['pilot'], {
+    SERVICE_MOUNTS__JS__UPSTREAMS__PUBLIC__URL: 'https://upstream.invalid/',
+    SERVICE_SERVER__PORT: '0',
+    SERVICE_ADVISORIES__OSV_EXPORT_BASE_URL: `${peer.base}/osv`,
+    SERVICE_ADVISORIES__EPSS_FEED_URL: `${peer.base}/epss/feed.csv.gz`,
+    SERVICE_STORE__PATH: join(root, 'store'),
+  })
+  await run.waitForOutput('advisory artifact published', 60_000)
+  const listening = run.stdout().split('\n').find((l) => l.includes('pilot listening'))
+  const port = (JSON.parse(listening ?? '{}') as { data?: { port?: number } }).data?.port
+  t.type(port, 'number')
+  const live = await fetch(`http://127.0.0.1:${port}/livez`)
+  t.equal(live.status, 200)
+  const ready = await fetch(`http://127.0.0.1:${port}/readyz`)
+  t.equal(ready.status, 200)
+  t.equal((await fetch(`http://127.0.0.1:${port}/js/lodash`)).status, 404, 'Pilot serves no package route')
+  run.child.kill('SIGTERM')
+  t.equal((await run.exited).code, 0)
+})
