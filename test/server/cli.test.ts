@@ -62,3 +62,22 @@ t.test('a kill that bypasses the graceful path is exit 3; a crash is exit 1 with
     t.match(run.stderr(), line)
   }
 })
+
+t.test('Ctrl-D on an interactive terminal halts a local run with exit 130', async (t) => {
+  // util-linux `script` gives the service a real pseudo-terminal; -e returns the child's exit code.
+  const { spawn } = await import('node:child_process')
+  const { SERVICE_BIN } = await import('../helpers/service-process.js')
+  const child = spawn('script', ['-qfec', `${process.execPath} ${SERVICE_BIN} proxy`, '/dev/null'], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...OFFLINE, SERVICE_SERVER__PORT: '0', SERVICE_RUNTIME__CORES: '1' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let out = ''
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => { out += d.toString(); if (out.includes('proxy listening')) resolve() })
+    void exited.then(() => reject(new Error(`exited before listening: ${out}`)))
+  })
+  child.stdin.write('\x04')
+  t.equal(await exited, 130)
+})
