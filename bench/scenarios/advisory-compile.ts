@@ -32,8 +32,9 @@ import type { OsvRecord } from '../../engine/advisory/osv-record.js'
 import { runPackumentPipeline, type PackumentRequest } from '../../engine/packument/pipeline.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
+import { sharedDataDir } from '../../test/peers/shared-data.js'
 
-const DATA = '/work/shared/data'
+const DATA = sharedDataDir()
 const NPM_ZIP = `${DATA}/osv/npm/all.zip`
 const EMBA = `${DATA}/epss/emba-api-dump/EMBA-EPSS-data-346ef2e.tar.gz`
 const CHUNK = 65536

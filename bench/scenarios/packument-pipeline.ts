@@ -21,8 +21,9 @@ import { referenceMerge } from '../../engine/packument/reference.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { syntheticPackument } from '../fixtures/packument/synthetic-packument.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
+import { sharedDataPath } from '../../test/peers/shared-data.js'
 
-const FIXTURE = '/work/shared/data/npm-packuments/raw/typescript.json.gz'
+const FIXTURE = sharedDataPath('npm-packuments', 'raw', 'typescript.json.gz')
 const BASELINE = 'JSON.parse+rewrite+stringify'
 const CHUNK = 65536
 

@@ -1,6 +1,6 @@
 /**
  * Small real artifacts for the consumer tests: the lodash GHSA records of the
- * npm samples (/work/shared/data/osv/npm/samples), compiled in memory with
+ * npm samples (../shared/data/osv/npm/samples), compiled in memory with
  * the compiler's own builder, and a store on a temporary folder.
  */
 import { readFileSync } from 'node:fs'
@@ -12,8 +12,9 @@ import type { Ecosystem } from '../../engine/advisory/database.js'
 import type { OsvRecord } from '../../engine/advisory/osv-record.js'
 import type { Clock } from '../../engine/clock.js'
 import { FilesystemObjectStore } from '../../engine/store/filesystem-object-store.js'
+import { sharedDataPath } from '../peers/shared-data.js'
 
-const SAMPLES = '/work/shared/data/osv/npm/samples'
+const SAMPLES = sharedDataPath('osv', 'npm', 'samples')
 export const LODASH_IDS = ['GHSA-29mw-wpgm-hmr9', 'GHSA-35jh-r3h4-6jhm', 'GHSA-jf85-cpcp-j695', 'GHSA-p6mc-m468-83gw'] as const
 
 export function lodashRecords(): OsvRecord[] {

@@ -1,5 +1,5 @@
 /**
- * Real advisory data for the advisory tests (see /work/shared/data/README.md):
+ * Real advisory data for the advisory tests (see ../shared/data/README.md):
  * the npm OSV samples, the PYSEC YAML samples read as JSON (timestamps kept
  * as strings, like the derived zip), PyPI MAL records from the
  * malicious-packages zip, and an EPSS feed in the FIRST daily format built
@@ -15,8 +15,9 @@ import YAML from 'yaml'
 import yauzl from 'yauzl'
 import type { OsvRecord } from '../../engine/advisory/osv-record.js'
 import { makeZip } from './zip-writer.js'
+import { sharedDataDir } from '../peers/shared-data.js'
 
-export const DATA = '/work/shared/data'
+export const DATA = sharedDataDir()
 export const NPM_SAMPLES = join(DATA, 'osv/npm/samples')
 export const PYSEC_SAMPLES = join(DATA, 'osv/pypi/samples/pysec')
 export const NPM_ALL_ZIP = join(DATA, 'osv/npm/all.zip')

@@ -2,10 +2,11 @@
 import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
 import type { Decision, Verdict, VersionFacts } from '../../engine/policy/decision.js'
+import { sharedDataPath } from '../peers/shared-data.js'
 
-export const PACKUMENT_DIR = '/work/shared/data/npm-packuments/raw'
+export const PACKUMENT_DIR = sharedDataPath('npm-packuments', 'raw')
 
-/** The real packuments of /work/shared/data (README section 3), by package name. */
+/** The real packuments of ../shared/data (README section 3), by package name. */
 export const REAL_PACKUMENTS: ReadonlyArray<{ readonly name: string; readonly file: string }> = [
   { name: 'left-pad', file: 'left-pad.json' },
   { name: 'lodash', file: 'lodash.json' },

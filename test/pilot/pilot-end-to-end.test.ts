@@ -1,6 +1,6 @@
 /**
  * Pilot to proxy, end to end (SPEC.md 1.6, 1.7, 2.9, 3.1): Pilot compiles
- * real OSV records (the npm and PyPI samples of /work/shared/data) served by
+ * real OSV records (the npm and PyPI samples of ../shared/data) served by
  * a local HTTP server as the OSV export, with a local EPSS feed of real
  * scores, and publishes to the embedded store; a consumer loads the
  * artifact into the mount's slot, and an evaluator over the slot denies a
