@@ -18,7 +18,8 @@ import { ServiceError } from '../errors.js'
 import type { Decision, RuleKind, VersionFacts } from '../policy/decision.js'
 import { newestSurvivingVersion } from './latest.js'
 import { memberString, type Member, type PackumentIndex, type VersionEntry } from './packument-index.js'
-import { decodeFilename, TarballRewriter, tarballFilenameSegment } from './tarball-url.js'
+import { publishTimeMs } from './publish-time.js'
+import { decodeFilename, TarballRewriter, tarballSegmentRange } from './tarball-url.js'
 
 /** The gate for one public version. */
 export type Decide = (facts: VersionFacts) => Decision
@@ -75,11 +76,20 @@ export interface MergeCounts {
   readonly unservable: number
 }
 
+/**
+ * A kept version. Its `dist.tarball` is rewritten as `plan.tarballPrefix`
+ * followed by the source bytes [segmentStart, segmentEnd) of the file name
+ * and a closing quote, when the upstream wrote the URL as plain ASCII (so the
+ * segment's bytes are its JSON); else as `tarballToken`. Neither: the
+ * manifest is relayed as it is.
+ */
 export interface PlannedVersion {
   readonly version: string
   readonly index: PackumentIndex
   readonly entry: VersionEntry
-  /** The rewritten `dist.tarball` as a JSON string token; undefined leaves the manifest as it is. */
+  readonly segmentStart: number
+  readonly segmentEnd: number
+  /** The rewritten `dist.tarball` as a JSON string token, when the segment's source bytes cannot be copied. */
   readonly tarballToken: string | undefined
 }
 
@@ -94,6 +104,8 @@ export type TopLevelItem =
 
 export interface MergePlan {
   readonly packageName: string
+  /** UTF-8 of the rewritten tarball URL's JSON token up to the file name: the opening quote and the proxy's prefix. */
+  readonly tarballPrefix: Uint8Array
   /** Top-level members of the full form, in order: the base document's order, then the other's additions. */
   readonly topLevel: readonly TopLevelItem[]
   readonly versions: readonly PlannedVersion[]
@@ -120,7 +132,7 @@ class LazyVersionFacts implements VersionFacts {
   readonly name: string
   readonly version: string
   readonly #index: PackumentIndex
-  #publishedAt: Date | undefined | null = null
+  #publishedMs: number | undefined | null = null
 
   constructor(ecosystem: Ecosystem, name: string, version: string, index: PackumentIndex) {
     this.ecosystem = ecosystem
@@ -129,24 +141,32 @@ class LazyVersionFacts implements VersionFacts {
     this.#index = index
   }
 
+  get publishedMs(): number | undefined {
+    if (this.#publishedMs === null) this.#publishedMs = publishTimeMs(this.#index, this.#index.time.get(this.version))
+    return this.#publishedMs
+  }
+
   get publishedAt(): Date | undefined {
-    if (this.#publishedAt === null) {
-      const text = memberString(this.#index, this.#index.time.get(this.version))
-      const ms = text === undefined ? NaN : Date.parse(text)
-      this.#publishedAt = Number.isNaN(ms) ? undefined : new Date(ms)
-    }
-    return this.#publishedAt
+    const ms = this.publishedMs
+    return ms === undefined ? undefined : new Date(ms)
   }
 }
 
-function selectedRecord(version: string, tarball: { url: string; segment: string }, index: PackumentIndex, entry: VersionEntry, facts: VersionFacts): SelectedVersion {
+/** An upstream tarball URL and where its file name segment lies in it. */
+interface Tarball {
+  readonly url: string
+  readonly from: number
+  readonly to: number
+}
+
+function selectedRecord(version: string, tarball: Tarball, index: PackumentIndex, entry: VersionEntry, facts: LazyVersionFacts): SelectedVersion {
   return {
     version,
-    filename: decodeFilename(tarball.segment),
+    filename: decodeFilename(tarball.url.slice(tarball.from, tarball.to)),
     tarball: tarball.url,
     integrity: decodeSlice(index, entry.integrityStart, entry.integrityEnd, entry.integrityPlain),
     shasum: decodeSlice(index, entry.shasumStart, entry.shasumEnd, entry.shasumPlain),
-    publishedAt: facts.publishedAt?.getTime(),
+    publishedAt: facts.publishedMs,
   }
 }
 
@@ -201,22 +221,26 @@ export function planMerge(input: MergeInput): MergePlan {
   let superseded = 0
   let unservable = 0
 
-  const tarballOf = (index: PackumentIndex, entry: VersionEntry): { url: string; segment: string } | undefined => {
+  const tarballOf = (index: PackumentIndex, entry: VersionEntry): Tarball | undefined => {
     const url = decodeSlice(index, entry.tarballStart, entry.tarballEnd, entry.tarballPlain)
     if (url === undefined) return undefined
-    const segment = tarballFilenameSegment(url)
-    return segment === undefined ? undefined : { url, segment }
+    const range = tarballSegmentRange(url)
+    return range === undefined ? undefined : { url, from: range[0], to: range[1] }
+  }
+  const planned = (version: string, index: PackumentIndex, entry: VersionEntry, tarball: Tarball | undefined): PlannedVersion => {
+    if (tarball === undefined) return { version, index, entry, segmentStart: -1, segmentEnd: -1, tarballToken: undefined }
+    // Plain and as long as its bytes: ASCII without escapes, so string offsets are byte offsets.
+    if (entry.tarballPlain && tarball.url.length === entry.tarballEnd - entry.tarballStart - 2) {
+      const at = entry.tarballStart + 1
+      return { version, index, entry, segmentStart: at + tarball.from, segmentEnd: at + tarball.to, tarballToken: undefined }
+    }
+    const token = JSON.stringify(rewriter.url(tarball.url.slice(tarball.from, tarball.to)))
+    return { version, index, entry, segmentStart: -1, segmentEnd: -1, tarballToken: token }
   }
 
   if (privateIndex !== undefined) {
     for (const [version, entry] of privateIndex.versions) {
-      const tarball = tarballOf(privateIndex, entry)
-      versions.push({
-        version,
-        index: privateIndex,
-        entry,
-        tarballToken: tarball === undefined ? undefined : JSON.stringify(rewriter.url(tarball.segment)),
-      })
+      versions.push(planned(version, privateIndex, entry, tarballOf(privateIndex, entry)))
       survivors.set(version, privateIndex)
       keptPrivate++
     }
@@ -249,7 +273,7 @@ export function planMerge(input: MergeInput): MergePlan {
         unservable++
         continue
       }
-      versions.push({ version, index: publicIndex, entry, tarballToken: JSON.stringify(rewriter.url(tarball.segment)) })
+      versions.push(planned(version, publicIndex, entry, tarball))
       survivors.set(version, publicIndex)
       selected.push(selectedRecord(version, tarball, publicIndex, entry, facts))
       keptPublic++
@@ -315,8 +339,10 @@ export function planMerge(input: MergeInput): MergePlan {
   modified ??= modifiedTime
 
   const counts: MergeCounts = { keptPrivate, keptPublic, withheld, superseded, unservable }
+  const prefixToken = JSON.stringify(rewriter.prefix)
   return {
     packageName,
+    tarballPrefix: new TextEncoder().encode(prefixToken.slice(0, -1)),
     topLevel,
     versions,
     distTags,

@@ -24,6 +24,14 @@ export const VERSION_HAS_BUNDLE_DEPENDENCIES = 4 // the manifest carries `bundle
 export const MEMBER_KEEP = 1
 /** `bundledDependencies`: kept as `bundleDependencies` when that is absent. */
 export const MEMBER_BUNDLED = 2
+/** The low bits of a pool code that say which of the above it is. */
+export const MEMBER_KIND = 3
+/**
+ * Flag of a pool code: the member directly follows the previous pooled
+ * member of its manifest (no member between), so only whitespace and one
+ * comma separate them and render copies the two as one piece.
+ */
+export const MEMBER_ADJACENT = 4
 
 /** Integers per member in the pool: keyStart, valueStart, valueEnd, code. */
 export const MEMBER_STRIDE = 4
@@ -46,6 +54,8 @@ export class VersionEntry {
   memberFirst = 0
   memberCount = 0
   flags = 0
+  /** Position among the members of `versions` (0, 1, ...): consecutive ordinals are separated only by a comma and whitespace. */
+  ordinal = 0
   constructor(readonly version: string) {}
 }
 

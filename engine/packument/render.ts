@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto'
 import { Buffer } from 'node:buffer'
 import {
-  MEMBER_BUNDLED, MEMBER_STRIDE,
+  MEMBER_ADJACENT, MEMBER_BUNDLED, MEMBER_KIND, MEMBER_STRIDE,
   VERSION_HAS_BUNDLE_DEPENDENCIES, VERSION_HAS_INSTALL_SCRIPT, VERSION_HAS_INSTALL_SCRIPT_MEMBER,
   type PackumentIndex,
 } from './packument-index.js'
@@ -30,6 +30,7 @@ const OPEN = encoder.encode('{')
 const CLOSE = encoder.encode('}')
 const COMMA = encoder.encode(',')
 const COLON = encoder.encode(':')
+const QUOTE = encoder.encode('"')
 const BUNDLE_KEY = encoder.encode('"bundleDependencies":')
 const INSTALL_SCRIPT = encoder.encode('"hasInstallScript":true')
 
@@ -116,58 +117,97 @@ function separator(out: OutputBuilder, source: SourceBytes, previousEnd: number,
 }
 
 /** A member [start, end) of `index`, with the tarball value inside it replaced. */
-function patched(out: OutputBuilder, planned: PlannedVersion, start: number, end: number): void {
+function patched(out: OutputBuilder, plan: MergePlan, planned: PlannedVersion, start: number, end: number): void {
   const source = planned.index.source
-  const { entry, tarballToken } = planned
-  if (tarballToken !== undefined && entry.tarballStart >= start && entry.tarballEnd <= end) {
-    out.slice(source, start, entry.tarballStart)
-    out.text(tarballToken)
-    out.slice(source, entry.tarballEnd, end)
-  } else {
-    out.slice(source, start, end)
+  const { entry } = planned
+  if (entry.tarballStart >= start && entry.tarballEnd <= end) {
+    if (planned.segmentStart >= 0) {
+      // The proxy's prefix, then the file name as the upstream wrote it: the
+      // segment is copied, and with what follows it is one piece.
+      out.slice(source, start, entry.tarballStart)
+      out.bytes(plan.tarballPrefix)
+      if (planned.segmentEnd === entry.tarballEnd - 1) {
+        out.slice(source, planned.segmentStart, end)
+      } else {
+        out.slice(source, planned.segmentStart, planned.segmentEnd)
+        out.bytes(QUOTE)
+        out.slice(source, entry.tarballEnd, end)
+      }
+      return
+    }
+    if (planned.tarballToken !== undefined) {
+      out.slice(source, start, entry.tarballStart)
+      out.text(planned.tarballToken)
+      out.slice(source, entry.tarballEnd, end)
+      return
+    }
   }
+  out.slice(source, start, end)
 }
 
 function versionsObject(out: OutputBuilder, plan: MergePlan, abbreviated: boolean): void {
   out.bytes(OPEN)
-  let previousSource: SourceBytes | undefined
-  let previousEnd = 0
-  let first = true
+  let previous: PlannedVersion | undefined
   for (const planned of plan.versions) {
     const { entry, index } = planned
-    if (!first) separator(out, index.source, previousEnd, entry.keyStart, previousSource)
-    first = false
-    previousSource = index.source
-    previousEnd = entry.valueEnd
+    if (previous !== undefined) {
+      // Consecutive members of the same `versions` object: their own separator, so the pieces merge.
+      if (previous.index === index && previous.entry.ordinal + 1 === entry.ordinal) out.slice(index.source, previous.entry.valueEnd, entry.keyStart)
+      else out.bytes(COMMA)
+    }
+    previous = planned
     // The key, the colon and the whitespace around them, as they came.
     out.slice(index.source, entry.keyStart, entry.valueStart)
-    if (abbreviated) abbreviatedManifest(out, planned, index)
-    else patched(out, planned, entry.valueStart, entry.valueEnd)
+    if (abbreviated) abbreviatedManifest(out, plan, planned, index)
+    else patched(out, plan, planned, entry.valueStart, entry.valueEnd)
   }
   out.bytes(CLOSE)
 }
 
-function abbreviatedManifest(out: OutputBuilder, planned: PlannedVersion, index: PackumentIndex): void {
+/**
+ * The kept members of a manifest. Pooled members that were neighbours in the
+ * source form runs, each copied as one slice (separators included).
+ */
+function abbreviatedManifest(out: OutputBuilder, plan: MergePlan, planned: PlannedVersion, index: PackumentIndex): void {
   const { entry } = planned
   if (!index.membersRecorded) throw new Error('the abbreviated form needs an index scanned with recordMembers')
   const pool = index.memberPool
   out.bytes(OPEN)
   let first = true
-  let previousEnd = -1
+  let runStart = -1
+  let runEnd = -1
   const end = (entry.memberFirst + entry.memberCount) * MEMBER_STRIDE
   for (let p = entry.memberFirst * MEMBER_STRIDE; p < end; p += MEMBER_STRIDE) {
     const code = pool[p + 3]!
-    if (code === MEMBER_BUNDLED) {
+    if ((code & MEMBER_KIND) === MEMBER_BUNDLED) {
+      if (runStart >= 0) {
+        if (!first) out.bytes(COMMA)
+        patched(out, plan, planned, runStart, runEnd)
+        first = false
+        runStart = -1
+      }
       if ((entry.flags & VERSION_HAS_BUNDLE_DEPENDENCIES) !== 0) continue
       if (!first) out.bytes(COMMA)
       out.bytes(BUNDLE_KEY)
       out.slice(index.source, pool[p + 1]!, pool[p + 2]!)
-      previousEnd = -1
-    } else {
-      if (!first) separator(out, index.source, previousEnd, pool[p]!, previousEnd < 0 ? undefined : index.source)
-      patched(out, planned, pool[p]!, pool[p + 2]!)
-      previousEnd = pool[p + 2]!
+      first = false
+      continue
     }
+    if ((code & MEMBER_ADJACENT) !== 0 && runStart >= 0) {
+      runEnd = pool[p + 2]!
+      continue
+    }
+    if (runStart >= 0) {
+      if (!first) out.bytes(COMMA)
+      patched(out, plan, planned, runStart, runEnd)
+      first = false
+    }
+    runStart = pool[p]!
+    runEnd = pool[p + 2]!
+  }
+  if (runStart >= 0) {
+    if (!first) out.bytes(COMMA)
+    patched(out, plan, planned, runStart, runEnd)
     first = false
   }
   if ((entry.flags & VERSION_HAS_INSTALL_SCRIPT) !== 0 && (entry.flags & VERSION_HAS_INSTALL_SCRIPT_MEMBER) === 0) {

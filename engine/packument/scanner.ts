@@ -22,7 +22,7 @@
 import { ServiceError } from '../errors.js'
 import { ABBREVIATED_MANIFEST_FIELDS, INSTALL_SCRIPTS } from './abbreviated-fields.js'
 import {
-  MEMBER_BUNDLED, MEMBER_KEEP, MEMBER_STRIDE,
+  MEMBER_ADJACENT, MEMBER_BUNDLED, MEMBER_KEEP, MEMBER_STRIDE,
   VERSION_HAS_BUNDLE_DEPENDENCIES, VERSION_HAS_INSTALL_SCRIPT, VERSION_HAS_INSTALL_SCRIPT_MEMBER,
   VersionEntry,
   type Member, type PackumentIndex,
@@ -164,6 +164,10 @@ export class PackumentScanner {
   #version: VersionEntry | undefined
   #versionCount = 0
   #artifactCount = 0
+  /** Members of `versions` seen so far (duplicates included): the next entry's ordinal. */
+  #versionOrdinal = 0
+  /** The previous member of the current manifest was pooled. */
+  #previousPooled = false
   #pool = new Int32Array(1024)
   #poolLength = 0
 
@@ -586,6 +590,7 @@ export class PackumentScanner {
         if (key === 'versions') {
           if (!isObject) throw decodeError(at, 'versions is not an object')
           this.#versions = new Map()
+          this.#versionOrdinal = 0
           this.#versionCount = 0
           this.#artifactCount = 0
           return R_VERSIONS
@@ -599,6 +604,8 @@ export class PackumentScanner {
         entry.keyStart = this.#keyStart[depth]!
         entry.valueStart = at
         entry.memberFirst = this.#poolLength / MEMBER_STRIDE
+        entry.ordinal = this.#versionOrdinal++
+        this.#previousPooled = false
         this.#version = entry
         return R_MANIFEST
       }
@@ -648,10 +655,16 @@ export class PackumentScanner {
         // Only the abbreviated form reads manifest members.
         if (!this.#recordMembers) return
         const code = this.#codes[depth]!
-        if (code === K_DROP) return // never rendered: not worth its 16 bytes
+        if (code === K_DROP) {
+          // Never rendered: not worth its 16 bytes.
+          this.#previousPooled = false
+          return
+        }
         if (code === K_HAS_INSTALL_SCRIPT) this.#version!.flags |= VERSION_HAS_INSTALL_SCRIPT_MEMBER
         else if (code === K_BUNDLE_DEPENDENCIES) this.#version!.flags |= VERSION_HAS_BUNDLE_DEPENDENCIES
-        this.#poolPush(this.#keyStart[depth]!, valueStart, end, code === K_BUNDLED ? MEMBER_BUNDLED : MEMBER_KEEP)
+        const kind = code === K_BUNDLED ? MEMBER_BUNDLED : MEMBER_KEEP
+        this.#poolPush(this.#keyStart[depth]!, valueStart, end, this.#previousPooled ? kind | MEMBER_ADJACENT : kind)
+        this.#previousPooled = true
         return
       }
       case R_DIST: {

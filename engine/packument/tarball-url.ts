@@ -10,18 +10,28 @@ import { encodePackageName } from '../npm/names.js'
 export const JS_MOUNT_PREFIX = '/js'
 
 /**
- * The last path segment of a tarball URL, as written (still percent-encoded),
- * without query or fragment; undefined when there is none.
+ * Where the last path segment of a tarball URL lies, as written (still
+ * percent-encoded), without query or fragment: [from, to) in `url`;
+ * undefined when there is none. Render copies the segment's source bytes
+ * by this range instead of re-encoding it.
  */
-export function tarballFilenameSegment(url: string): string | undefined {
+export function tarballSegmentRange(url: string): readonly [number, number] | undefined {
   let end = url.length
   const hash = url.indexOf('#')
   if (hash >= 0) end = hash
   const query = url.lastIndexOf('?', end)
   if (query >= 0) end = query
   const slash = url.lastIndexOf('/', end - 1)
-  const segment = url.slice(slash + 1, end)
-  return segment.length === 0 ? undefined : segment
+  return end - (slash + 1) <= 0 ? undefined : [slash + 1, end]
+}
+
+/**
+ * The last path segment of a tarball URL, as written (still percent-encoded),
+ * without query or fragment; undefined when there is none.
+ */
+export function tarballFilenameSegment(url: string): string | undefined {
+  const range = tarballSegmentRange(url)
+  return range === undefined ? undefined : url.slice(range[0], range[1])
 }
 
 /** The decoded file name the artifact route compares against (engine/npm/names.ts validateArtifactFilename). */
@@ -45,4 +55,7 @@ export class TarballRewriter {
 
   /** The proxy's URL for a file name segment. */
   url(segment: string): string { return this.#prefix + segment }
+
+  /** Everything of the rewritten URL before the segment. */
+  get prefix(): string { return this.#prefix }
 }

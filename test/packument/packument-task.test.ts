@@ -117,5 +117,5 @@ t.test('private and public documents merge in the worker', async (t) => {
   const doc = JSON.parse(Buffer.from(outcome.body!).toString('utf8'))
   t.same(Object.keys(doc.versions), ['0.1.0', '1.0.0'])
   t.equal(doc['dist-tags'].latest, '1.0.0')
-  t.same(outcome.selected.map((s) => s.filename), ['p-1.0.0.tgz'])
+  t.same(outcome.selected.map((s) => s.filename), ['p-1.0.0.tgz', 'p-1.1.0.tgz'], 'the withheld 1.1.0 stays selectable, so its tarball is refused by policy')
 })
