@@ -9,7 +9,7 @@ import { Piscina } from 'piscina'
 import { AdvisorySlot } from '../../engine/advisory/advisory-slot.js'
 import { MetadataCache } from '../../engine/cache/metadata-cache.js'
 import type { MountConfig } from '../../engine/config/config.js'
-import { MOUNT_KEYS } from '../../engine/config/schema.js'
+import { MOUNT_KEYS, type MountKey } from '../../engine/config/schema.js'
 import { AdmissionGate } from '../../engine/memory/gate.js'
 import { logPlan } from '../../engine/memory/plan-report.js'
 import { BudgetSampler } from '../../engine/memory/sampler.js'
@@ -38,6 +38,8 @@ import { mountFallback, mountJs } from '../routes/js-mount.js'
 import { createPackumentHandler } from '../routes/packument-route.js'
 import { mountProbes } from '../routes/probes.js'
 import type { RoleContext, RunningRole } from './role-context.js'
+import { attachAdvisoryConsumers, readsAdvisories, type AdvisoryConsumers } from './advisory-wiring.js'
+import { openObjectStore } from './object-store.js'
 import { planFor } from './runtime-plan.js'
 
 export const PROXY_LISTENING = 'proxy listening'
@@ -77,6 +79,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   }
   const jsMount = config.mounts.js
   const queue = await openMirrorQueue(ctx)
+  const slots = new Map<MountKey, AdvisorySlot>()
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]
     if (mount !== undefined) readiness.addMount(key, needsAdvisoryDatabase(mount.rules))
@@ -108,6 +111,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     for (const client of [privateClient, publicClient]) if (client !== undefined) clients.push(client)
 
     const policy = mountPolicy(jsMount, ctx)
+    slots.set('js', policy.slot)
     const cache = new MetadataCache<SelectedArtifact>({
       maxBytes: plan.cacheBudgetBytes.value,
       maxEntries: CACHE_MAX_ENTRIES,
@@ -172,6 +176,13 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   }
   mountFallback(door)
 
+  // Each mount whose rules read the advisory database polls the store for Pilot's artifact (SPEC.md 3.1, 3.4).
+  const readers = MOUNT_KEYS.some((k) => config.mounts[k] !== undefined && readsAdvisories(config.mounts[k]?.rules ?? []))
+  const advisories: AdvisoryConsumers | undefined = readers
+    ? attachAdvisoryConsumers({ config, logger, clock, readiness, slots, store: await openObjectStore(config.store, clock) })
+    : undefined
+  if (advisories !== undefined) snapshots['service.advisory.source.age.seconds'] = () => advisories.ages()
+
   const port = await door.listen()
   readiness.markStarted()
   logger.info(PROXY_LISTENING, { port, baseUrl: config.server.baseUrl, mounts: Object.keys(config.mounts) })
@@ -181,6 +192,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     liveness,
     release: async () => {
       sampler.stop()
+      await advisories?.stop()
       await Promise.allSettled(clients.map((c) => c.close()))
       await pool.destroy()
       await queue?.close()
