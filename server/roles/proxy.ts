@@ -50,6 +50,10 @@ const CACHE_MAX_ENTRIES = 50_000
 
 export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const { config, logger, clock } = ctx
+  for (const mount of Object.values(config.mounts)) {
+    // 405 means "no publication target" (SPEC.md 4.3): with one configured, answering 405 would lie.
+    if (mount?.publish !== undefined) throw new Error(`mounts.${mount.key}.publish is set, but this build relays no publishes; remove it`)
+  }
   const plan = await planFor(config)
   logPlan(plan, logger)
   const limits = v8Limits(plan)
