@@ -94,6 +94,6 @@ t.test('started consumers poll on their own and stop', async (t) => {
   await new Promise<void>((resolve) => {
     const check = setInterval(() => { if (readiness.stateOf('js') === MOUNT_STATE.ready) { clearInterval(check); resolve() } }, 5)
   })
+  t.equal(readiness.stateOf('js'), MOUNT_STATE.ready, 'ready after the first poll of the started consumer')
   await wired.stop()
-  t.pass('ready after the first poll of the started consumer')
 })
