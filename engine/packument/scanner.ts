@@ -20,7 +20,10 @@
  * checked natively (utf8-validator.ts).
  */
 import { ServiceError } from '../errors.js'
-import { ABBREVIATED_MANIFEST_FIELDS, INSTALL_SCRIPTS } from './abbreviated-fields.js'
+import {
+  INSTALL_SCRIPT_KEYS, K_BUNDLE_DEPENDENCIES, K_BUNDLED, K_DROP, K_HAS_INSTALL_SCRIPT, KEY_DIST, KEY_INTEGRITY, KEY_SCRIPTS,
+  KEY_SHASUM, KEY_TARBALL, knownKeyId, knownKeyIdOf, MANIFEST_CODES,
+} from './known-keys.js'
 import {
   MEMBER_ADJACENT, MEMBER_BUNDLED, MEMBER_KEEP, MEMBER_STRIDE,
   VERSION_HAS_BUNDLE_DEPENDENCIES, VERSION_HAS_INSTALL_SCRIPT, VERSION_HAS_INSTALL_SCRIPT_MEMBER,
@@ -106,23 +109,6 @@ for (let c = 0x20; c <= 0x7e; c++) STRING_PLAIN[c] = c === 0x22 || c === 0x5c ? 
 const HEX = new Uint8Array(256)
 for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1
 
-/** Slots of the key table (a power of two). */
-const KEY_CACHE_SLOTS = 1024
-
-// What the abbreviated form does with a manifest member, by key.
-const K_DROP = 0
-const K_KEEP = 1
-const K_BUNDLED = 2 // `bundledDependencies`
-const K_HAS_INSTALL_SCRIPT = 3
-const K_BUNDLE_DEPENDENCIES = 4
-
-function manifestKeyCode(key: string): number {
-  if (key === 'hasInstallScript') return K_HAS_INSTALL_SCRIPT
-  if (key === 'bundleDependencies') return K_BUNDLE_DEPENDENCIES
-  if (ABBREVIATED_MANIFEST_FIELDS.has(key)) return K_KEEP
-  return key === 'bundledDependencies' ? K_BUNDLED : K_DROP
-}
-
 function decodeError(offset: number, reason: string): ServiceError {
   return new ServiceError('UPSTREAM_DECODE', { data: { offset, reason } })
 }
@@ -140,12 +126,10 @@ export class PackumentScanner {
   // Per depth, for tracked containers: the member being read.
   readonly #keyStart = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0)
   readonly #valueStart = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0)
+  /** The current key of each depth whose keys are decoded (the document, `versions`, `time`, `dist-tags`). */
   readonly #keys = new Array<string>(MAX_NESTING_DEPTH + 1).fill('')
-  /** What the abbreviated form does with each depth's current key, when it is a manifest key (K_*). */
-  readonly #codes = new Uint8Array(MAX_NESTING_DEPTH + 1)
-  readonly #cacheKeys = new Array<string | undefined>(KEY_CACHE_SLOTS).fill(undefined)
-  readonly #cacheHashes = new Int32Array(KEY_CACHE_SLOTS)
-  readonly #cacheCodes = new Uint8Array(KEY_CACHE_SLOTS)
+  /** The current key of each manifest, `dist` or `scripts` depth, as a known-keys.ts id. */
+  readonly #keyIds = new Uint8Array(MAX_NESTING_DEPTH + 1)
 
   #inKey = false
   #stringStart = 0
@@ -525,56 +509,22 @@ export class PackumentScanner {
   }
 
   /**
-   * A key of a tracked container ended at `end`. Keys of manifests and `dist`
-   * repeat thousands of times, so plain keys that lie in the current chunk
-   * are looked up in a small direct-mapped table by a hash of their bytes
-   * (verified byte by byte) instead of decoded each time, together with
-   * what the abbreviated form does with them.
+   * A key of a tracked container ended at `end`. Inside manifests, `dist`
+   * and `scripts`, where thousands of keys repeat, a key is only matched
+   * against the known names by its bytes (known-keys.ts); elsewhere it is
+   * decoded.
    */
   #onKey(depth: number, start: number, end: number, flags: number, buf: Uint8Array, base: number): void {
     this.#keyStart[depth] = start
-    if (flags !== 0) {
-      this.#setKey(depth, this.#source.jsonString(start, end, false))
-      return
-    }
-    const from = start + 1 - base
-    const to = end - 1 - base
     const role = this.#roles[depth]
-    if (!this.#recordMembers && from >= 0 && role === R_MANIFEST) {
-      // The full form reads one manifest key, `dist`; compare its bytes, decode nothing.
-      this.#keys[depth] = to - from === 4 && buf[from] === 0x64 && buf[from + 1] === 0x69 && buf[from + 2] === 0x73 && buf[from + 3] === 0x74 ? 'dist' : ''
+    if (role === R_MANIFEST || role === R_DIST || role === R_SCRIPTS) {
+      const from = start + 1 - base
+      this.#keyIds[depth] = (flags & F_ESCAPE) === 0 && from >= 0
+        ? knownKeyId(buf, from, end - 1 - base)
+        : knownKeyIdOf(this.#source.jsonString(start, end, flags === 0))
       return
     }
-    if (from < 0 || to - from > 32 || role === R_VERSIONS || role === R_TIME) {
-      // Split by a chunk boundary, long, or one of a kind: decode it.
-      this.#setKey(depth, this.#source.ascii(start + 1, end - 1))
-      return
-    }
-    let hash = to - from
-    for (let p = from; p < to; p++) hash = Math.imul(hash ^ buf[p]!, 0x01000193)
-    const slot = (hash ^ (hash >>> 15)) & (KEY_CACHE_SLOTS - 1)
-    const cached = this.#cacheKeys[slot]
-    if (cached !== undefined && this.#cacheHashes[slot] === hash && cached.length === to - from) {
-      let same = true
-      for (let p = from, q = 0; p < to; p++, q++) {
-        if (cached.charCodeAt(q) !== buf[p]) { same = false; break }
-      }
-      if (same) {
-        this.#keys[depth] = cached
-        this.#codes[depth] = this.#cacheCodes[slot]!
-        return
-      }
-    }
-    const key = this.#source.ascii(start + 1, end - 1)
-    this.#setKey(depth, key)
-    this.#cacheKeys[slot] = key
-    this.#cacheHashes[slot] = hash
-    this.#cacheCodes[slot] = this.#codes[depth]!
-  }
-
-  #setKey(depth: number, key: string): void {
-    this.#keys[depth] = key
-    this.#codes[depth] = manifestKeyCode(key)
+    this.#keys[depth] = this.#source.jsonString(start, end, flags === 0)
   }
 
   /** Role of an object or array opening as the value of the current member. */
@@ -609,10 +559,13 @@ export class PackumentScanner {
         this.#version = entry
         return R_MANIFEST
       }
-      case R_MANIFEST:
-        if (isObject && key === 'dist') return R_DIST
-        if (isObject && key === 'scripts') return R_SCRIPTS
-        return R_OTHER
+      case R_MANIFEST: {
+        if (!isObject) return R_OTHER
+        const id = this.#keyIds[depth]
+        if (id === KEY_DIST) return R_DIST
+        // Only the abbreviated form reads scripts (for `hasInstallScript`).
+        return id === KEY_SCRIPTS && this.#recordMembers ? R_SCRIPTS : R_OTHER
+      }
       default:
         return R_OTHER
     }
@@ -654,7 +607,7 @@ export class PackumentScanner {
       case R_MANIFEST: {
         // Only the abbreviated form reads manifest members.
         if (!this.#recordMembers) return
-        const code = this.#codes[depth]!
+        const code = MANIFEST_CODES[this.#keyIds[depth]!]!
         if (code === K_DROP) {
           // Never rendered: not worth its 16 bytes.
           this.#previousPooled = false
@@ -671,7 +624,8 @@ export class PackumentScanner {
         const isString = this.#source.byteAt(valueStart) === 0x22
         const plain = isString && flags === 0
         const entry = this.#version!
-        if (key === 'tarball') {
+        const id = this.#keyIds[depth]
+        if (id === KEY_TARBALL) {
           if (!isString) { entry.tarballStart = -1; entry.tarballEnd = -1; return }
           if (entry.tarballStart < 0 && ++this.#artifactCount > this.#limits.maxArtifactCount) {
             throw new ServiceError('STRUCTURE_LIMIT', { data: { limit: 'maxArtifactCount', value: this.#artifactCount } })
@@ -679,11 +633,11 @@ export class PackumentScanner {
           entry.tarballStart = valueStart
           entry.tarballEnd = end
           entry.tarballPlain = plain
-        } else if (key === 'integrity') {
+        } else if (id === KEY_INTEGRITY) {
           entry.integrityStart = isString ? valueStart : -1
           entry.integrityEnd = isString ? end : -1
           entry.integrityPlain = plain
-        } else if (key === 'shasum') {
+        } else if (id === KEY_SHASUM) {
           entry.shasumStart = isString ? valueStart : -1
           entry.shasumEnd = isString ? end : -1
           entry.shasumPlain = plain
@@ -691,7 +645,7 @@ export class PackumentScanner {
         return
       }
       case R_SCRIPTS: {
-        if (!INSTALL_SCRIPTS.has(key)) return
+        if (INSTALL_SCRIPT_KEYS[this.#keyIds[depth]!] !== 1) return
         // npm's minifier tests truthiness: a non-empty string, or any object, array or true.
         const first = this.#source.byteAt(valueStart)
         const truthy = first === 0x22 ? end - valueStart > 2 : first === 0x7b || first === 0x5b || first === 0x74 ||
