@@ -133,6 +133,7 @@ class LazyVersionFacts implements VersionFacts {
   readonly version: string
   readonly #index: PackumentIndex
   #publishedMs: number | undefined | null = null
+  #publishedAt: Date | undefined | null = null
 
   constructor(ecosystem: Ecosystem, name: string, version: string, index: PackumentIndex) {
     this.ecosystem = ecosystem
@@ -147,8 +148,11 @@ class LazyVersionFacts implements VersionFacts {
   }
 
   get publishedAt(): Date | undefined {
-    const ms = this.publishedMs
-    return ms === undefined ? undefined : new Date(ms)
+    if (this.#publishedAt === null) {
+      const ms = this.publishedMs
+      this.#publishedAt = ms === undefined ? undefined : new Date(ms)
+    }
+    return this.#publishedAt
   }
 }
 

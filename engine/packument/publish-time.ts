@@ -24,26 +24,25 @@ function digits(bytes: Uint8Array, from: number, count: number): number {
 }
 
 /**
- * The UTC time of `"YYYY-MM-DDTHH:MM:SS[.sss]Z"` in `bytes`, ms; NaN when
+ * The UTC time of `"YYYY-MM-DDTHH:MM:SS[.sss]Z"` at bytes[at, at + length), ms; NaN when
  * the bytes are not exactly that form with unremarkable field values (years
  * from 1000, days to 28: whatever Date.parse might treat specially is left
  * to it).
  */
-export function fixedIsoTimeMs(bytes: Uint8Array): number {
-  const length = bytes.length
+export function fixedIsoTimeMs(bytes: Uint8Array, at = 0, length = bytes.length - at): number {
   if (length !== MILLIS_FORM && length !== SECONDS_FORM) return NaN
-  if (bytes[0] !== 0x22 || bytes[5] !== 0x2d || bytes[8] !== 0x2d || bytes[11] !== 0x54 || bytes[14] !== 0x3a ||
-    bytes[17] !== 0x3a || bytes[length - 2] !== 0x5a || bytes[length - 1] !== 0x22) return NaN
-  const year = digits(bytes, 1, 4)
-  const month = digits(bytes, 6, 2)
-  const day = digits(bytes, 9, 2)
-  const hour = digits(bytes, 12, 2)
-  const minute = digits(bytes, 15, 2)
-  const second = digits(bytes, 18, 2)
+  if (bytes[at] !== 0x22 || bytes[at + 5] !== 0x2d || bytes[at + 8] !== 0x2d || bytes[at + 11] !== 0x54 || bytes[at + 14] !== 0x3a ||
+    bytes[at + 17] !== 0x3a || bytes[at + length - 2] !== 0x5a || bytes[at + length - 1] !== 0x22) return NaN
+  const year = digits(bytes, at + 1, 4)
+  const month = digits(bytes, at + 6, 2)
+  const day = digits(bytes, at + 9, 2)
+  const hour = digits(bytes, at + 12, 2)
+  const minute = digits(bytes, at + 15, 2)
+  const second = digits(bytes, at + 18, 2)
   let millis = 0
   if (length === MILLIS_FORM) {
-    if (bytes[20] !== 0x2e) return NaN
-    millis = digits(bytes, 21, 3)
+    if (bytes[at + 20] !== 0x2e) return NaN
+    millis = digits(bytes, at + 21, 3)
   }
   if (year < 1000 || month < 1 || month > 12 || day < 1 || day > 28 || hour < 0 || hour > 23 || minute < 0 || minute > 59 ||
     second < 0 || second > 59 || millis < 0) return NaN
@@ -55,7 +54,8 @@ export function publishTimeMs(index: PackumentIndex, member: Member | undefined)
   if (member === undefined) return undefined
   const length = member.valueEnd - member.valueStart
   if (length === MILLIS_FORM || length === SECONDS_FORM) {
-    const ms = fixedIsoTimeMs(index.source.bytes(member.valueStart, member.valueEnd))
+    const chunk = index.source.within(member.valueStart, member.valueEnd)
+    const ms = chunk === undefined ? NaN : fixedIsoTimeMs(chunk, index.source.chunkOffset, length)
     if (!Number.isNaN(ms)) return ms
   }
   const text = memberString(index, member)

@@ -8,9 +8,14 @@ import { Buffer } from 'node:buffer'
 
 /** Node's Buffer decoders behind toString (present since Node 0.x; used only when there). */
 interface FastSlices {
-  readonly latin1Slice?: (start: number, end: number) => string
-  readonly utf8Slice?: (start: number, end: number) => string
+  readonly latin1Slice?: (this: Buffer, start: number, end: number) => string
+  readonly utf8Slice?: (this: Buffer, start: number, end: number) => string
 }
+
+// Buffer's own slice methods skip toString's argument handling, which costs
+// more than the decode on the short strings read here.
+const LATIN1_SLICE = (Buffer.prototype as unknown as FastSlices).latin1Slice ?? function latin1(this: Buffer, start: number, end: number) { return this.toString('latin1', start, end) }
+const UTF8_SLICE = (Buffer.prototype as unknown as FastSlices).utf8Slice ?? function utf8(this: Buffer, start: number, end: number) { return this.toString('utf8', start, end) }
 
 export class SourceBytes {
   readonly #chunks: Buffer[] = []
@@ -50,6 +55,19 @@ export class SourceBytes {
     this.#last = lo
     return lo
   }
+
+  /** The chunk holding all of [start, end), or undefined when they span chunks; `chunkOffset` is then where `start` lies in it. */
+  within(start: number, end: number): Buffer | undefined {
+    const k = this.#locate(start)
+    const base = this.#starts[k]!
+    const chunk = this.#chunks[k]!
+    if (end - base > chunk.length) return undefined
+    this.chunkOffset = start - base
+    return chunk
+  }
+
+  /** Set by `within`. */
+  chunkOffset = 0
 
   byteAt(pos: number): number {
     const k = this.#locate(pos)
@@ -97,12 +115,7 @@ export class SourceBytes {
     const k = this.#locate(start)
     const base = this.#starts[k]!
     const chunk = this.#chunks[k]!
-    if (end - base <= chunk.length) {
-      // Buffer's own slice methods skip toString's argument handling, which
-      // costs more than the decode on the short strings read here.
-      const fast = (chunk as unknown as FastSlices)[encoding === 'latin1' ? 'latin1Slice' : 'utf8Slice']
-      return typeof fast === 'function' ? fast.call(chunk, start - base, end - base) : chunk.toString(encoding, start - base, end - base)
-    }
+    if (end - base <= chunk.length) return (encoding === 'latin1' ? LATIN1_SLICE : UTF8_SLICE).call(chunk, start - base, end - base)
     const out = Buffer.allocUnsafe(end - start)
     this.copyTo(out, 0, start, end)
     return out.toString(encoding)
