@@ -26,6 +26,13 @@ export interface PackumentJob {
   /** The documents' chunks. They are moved to the worker: the caller must not touch them afterwards. */
   readonly privateChunks?: readonly Uint8Array[] | undefined
   readonly publicChunks?: readonly Uint8Array[] | undefined
+  /**
+   * The upstream's ETag response header of each document, as received
+   * (`W/` prefix and quotes included). When every document present has a
+   * strong one, the body's ETag is derived from them instead of hashed.
+   */
+  readonly privateEtag?: string | undefined
+  readonly publicEtag?: string | undefined
   readonly gate: GateModule
   /**
    * Charges `bytes` against the memory gate; resolves when granted, rejects
@@ -68,6 +75,8 @@ export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promis
     now: job.now,
     privateChunks,
     publicChunks,
+    privateEtag: job.privateEtag,
+    publicEtag: job.publicEtag,
     gate: job.gate,
     port: port2,
   }

@@ -41,6 +41,9 @@ export interface PackumentTaskInput {
   /** The documents' chunks in order; transferred. Absent: no such upstream document. */
   readonly privateChunks: ArrayBuffer[] | undefined
   readonly publicChunks: ArrayBuffer[] | undefined
+  /** The upstreams' ETags of those documents, as received; when strong, the body's tag is derived from them (engine/packument/derived-etag.ts). */
+  readonly privateEtag: string | undefined
+  readonly publicEtag: string | undefined
   readonly gate: GateModule
   /** The charge channel (ChargeRequest out, ChargeReply back); transferred. */
   readonly port: MessagePort

@@ -12,7 +12,7 @@
  */
 import { isServiceError, ServiceError } from '../engine/errors.js'
 import type { PackumentIndex } from '../engine/packument/packument-index.js'
-import { basisOf, indexDocument, planPackument, renderPlan, responseChargeBytes } from '../engine/packument/pipeline.js'
+import { basisOf, indexDocument, planPackument, renderPlan, responseChargeBytes, upstreamDerivedEtag } from '../engine/packument/pipeline.js'
 import type { ChargeReply, ChargeRequest, GateFactory, PackumentTaskInput, PackumentTaskResult, SerializedError } from './packument-messages.js'
 import { move, MovableMessage } from './packument-messages.js'
 
@@ -63,7 +63,7 @@ export default async function packumentTask(task: PackumentTaskInput): Promise<M
     const plan = planPackument({ ...task, decide }, privateIndex, publicIndex)
     const basisBytes = basisOf(privateIndex, publicIndex)
     if (plan.withholding === undefined) await charge(task, basisBytes)
-    const outcome = renderPlan(plan, task.abbreviated, basisBytes)
+    const outcome = renderPlan(plan, task.abbreviated, basisBytes, upstreamDerivedEtag(plan, task, privateIndex, publicIndex))
     // render allocates the body as its own ArrayBuffer, so it moves without a copy.
     const body = outcome.body?.buffer as ArrayBuffer | undefined
     const result: PackumentTaskResult = {

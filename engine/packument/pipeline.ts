@@ -5,13 +5,14 @@
  */
 import type { Ecosystem } from '../advisory/database.js'
 import type { RuleKind } from '../policy/decision.js'
+import { derivedEtag, type UpstreamEtags } from './derived-etag.js'
 import { planMerge, type Decide, type MergeCounts, type MergePlan, type SelectedVersion, type VersionObservation, type Withholding } from './merge.js'
 import { outputBasisBytes, RESPONSE_CHARGE_PER_BASIS_BYTE, type BasisDocument } from './output-basis.js'
 import type { PackumentIndex } from './packument-index.js'
 import { renderPackument } from './render.js'
 import { PackumentScanner, type StructureLimits } from './scanner.js'
 
-export interface PackumentRequest {
+export interface PackumentRequest extends UpstreamEtags {
   readonly packageName: string
   readonly baseUrl: string
   readonly abbreviated: boolean
@@ -65,7 +66,13 @@ export function responseChargeBytes(basisBytes: number, ecosystem: Ecosystem = '
 /** Merges, gates and renders two indexed documents (either may be absent). */
 export function mergeAndRender(request: PackumentRequest, privateIndex: PackumentIndex | undefined, publicIndex: PackumentIndex | undefined): PackumentOutcome {
   const plan = planPackument(request, privateIndex, publicIndex)
-  return renderPlan(plan, request.abbreviated, basisOf(privateIndex, publicIndex))
+  return renderPlan(plan, request.abbreviated, basisOf(privateIndex, publicIndex), upstreamDerivedEtag(plan, request, privateIndex, publicIndex))
+}
+
+/** The body's tag derived from the upstream ETags (derived-etag.ts), or undefined to hash the body. */
+export function upstreamDerivedEtag(plan: MergePlan, request: { readonly abbreviated: boolean } & UpstreamEtags, privateIndex: PackumentIndex | undefined, publicIndex: PackumentIndex | undefined): string | undefined {
+  if (plan.withholding !== undefined) return undefined
+  return derivedEtag(plan, request.abbreviated, privateIndex !== undefined, publicIndex !== undefined, request)
 }
 
 export function planPackument(request: PackumentRequest, privateIndex: PackumentIndex | undefined, publicIndex: PackumentIndex | undefined): MergePlan {
@@ -79,8 +86,9 @@ export function planPackument(request: PackumentRequest, privateIndex: Packument
   })
 }
 
-export function renderPlan(plan: MergePlan, abbreviated: boolean, basisBytes: number): PackumentOutcome {
-  const rendered = plan.withholding === undefined ? renderPackument(plan, abbreviated) : undefined
+/** Renders a plan; `etag`, when given, is the body's tag derived from its inputs, else the body is hashed. */
+export function renderPlan(plan: MergePlan, abbreviated: boolean, basisBytes: number, etag?: string): PackumentOutcome {
+  const rendered = plan.withholding === undefined ? renderPackument(plan, abbreviated, etag) : undefined
   return {
     body: rendered?.body,
     etag: rendered?.etag,

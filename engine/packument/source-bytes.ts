@@ -86,7 +86,7 @@ export class SourceBytes {
       const base = starts[k]!
       const from = pos - base
       const to = Math.min(chunk.length, end - base)
-      if (to - from <= 32) {
+      if (to - from <= 24) {
         // Most pieces of a render are a few bytes: a loop beats allocating a view.
         for (let p = from; p < to; p++) out[at++] = chunk[p]!
       } else {

@@ -119,3 +119,16 @@ t.test('private and public documents merge in the worker', async (t) => {
   t.equal(doc['dist-tags'].latest, '1.0.0')
   t.same(outcome.selected.map((s) => s.filename), ['p-1.0.0.tgz', 'p-1.1.0.tgz'], 'the withheld 1.1.0 stays selectable, so its tarball is refused by policy')
 })
+
+t.test('the upstream tags reach the worker, which derives the body\'s tag from them', async (t) => {
+  const text = utf8(JSON.stringify(packument('p', ['1.0.0', '1.1.0'])))
+  const outcome = await runPackumentTask(pool, job({ publicChunks: [new Uint8Array(text)], publicEtag: '"up-1"' }))
+  const local = runPackumentPipeline(
+    { packageName: 'p', baseUrl: 'http://proxy.test', abbreviated: false, decide: admitWhen((f) => f.version !== '1.1.0'), publicEtag: '"up-1"' },
+    undefined,
+    [text],
+  )
+  t.ok(outcome.etag?.startsWith('"d'), 'derived')
+  t.equal(outcome.etag, local.etag, 'as the in-process pipeline derives it')
+  t.same(Buffer.from(outcome.body!), Buffer.from(local.body!))
+})
