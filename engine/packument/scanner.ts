@@ -590,9 +590,12 @@ export class PackumentScanner {
       case R_TOP:
         this.#members.set(key, this.#member(depth, key, valueStart, end, flags))
         return
-      case R_TIME:
-        this.#time.set(key, this.#member(depth, key, valueStart, end, flags))
+      case R_TIME: {
+        // Held until render: share the version's own string rather than keep a second copy.
+        const shared = this.#versions.get(key)?.version ?? key
+        this.#time.set(shared, this.#member(depth, shared, valueStart, end, flags))
         return
+      }
       case R_TAGS:
         this.#distTags.set(key, this.#member(depth, key, valueStart, end, flags))
         return
