@@ -11,8 +11,12 @@
  * reads the same memory without copying it.
  *
  * A lookup encodes the queried version once into a reusable key buffer and
- * compares bytes; it allocates only its result array, and each advisory's
- * AdvisoryMatch object is made once, on first use, and reused after.
+ * compares bytes; it allocates only its result arrays, and each advisory's
+ * AdvisoryMatch object is made once, on first use, and reused after. One
+ * pass answers both `affecting` and `remediating` of a version, and the
+ * answers are kept until another version is asked about (the rules ask
+ * both, several times, of each version in turn); the package found last is
+ * kept too (a packument asks for one package, version after version).
  */
 import { createHash } from 'node:crypto'
 import { ServiceError } from '../errors.js'
@@ -186,9 +190,11 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
   readonly #matches: Array<AdvisoryMatch | undefined>
   #lastName: string | undefined
   #lastPackage = -1
-  /** The version whose key is in #key (rules ask affecting and remediating of one version in turn). */
-  #keyVersion: string | undefined
-  #keyParsed = false
+  /** The version #affecting and #remediating answer for (set only once both are complete). */
+  #resolvedName: string | undefined
+  #resolvedVersion: string | undefined
+  #affecting: readonly AdvisoryMatch[] = NONE
+  #remediating: readonly AdvisoryMatch[] = NONE
 
   constructor(u8: Uint8Array, header: Header, publishedAt: Date | undefined) {
     this.#u8 = u8
@@ -201,34 +207,50 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
   }
 
   affecting(name: string, version: string): readonly AdvisoryMatch[] {
-    return this.#lookup(name, version, AFFECTED)
+    this.#resolve(name, version)
+    return this.#affecting
   }
 
   remediating(name: string, version: string): readonly AdvisoryMatch[] {
-    return this.#lookup(name, version, FIX_BOUND)
+    this.#resolve(name, version)
+    return this.#remediating
   }
 
-  #lookup(name: string, version: string, want: number): readonly AdvisoryMatch[] {
+  /**
+   * Works out both answers for one version in one pass over the package's
+   * entries (each Match block is evaluated once, giving AFFECTED and
+   * FIX_BOUND together) and keeps them for the next call: the rules ask
+   * `affecting` and `remediating` of one version in turn.
+   */
+  #resolve(name: string, version: string): void {
+    if (version === this.#resolvedVersion && name === this.#resolvedName) return
+    this.#resolvedName = undefined
+    this.#resolvedVersion = undefined
+    let affecting: readonly AdvisoryMatch[] = NONE
+    let remediating: readonly AdvisoryMatch[] = NONE
     const pkg = this.#findPackage(name)
-    if (pkg < 0) return NONE
-    const at = this.#header.packageIndex + pkg * F.PACKAGE_ENTRY_SIZE
-    const entries = this.#u32(at + 8)
-    const count = this.#u32(at + 12)
-    if (version !== this.#keyVersion) {
-      this.#keyParsed = writeVersionKey(this.#key, this.ecosystem, version)
-      // An unparseable version can only match an explicit list, by its raw string.
-      if (!this.#keyParsed) writeRawKey(this.#key, version)
-      this.#keyVersion = version
+    if (pkg >= 0) {
+      const at = this.#header.packageIndex + pkg * F.PACKAGE_ENTRY_SIZE
+      const entries = this.#u32(at + 8)
+      const count = this.#u32(at + 12)
+      const parsed = writeVersionKey(this.#key, this.ecosystem, version)
+      // An unparseable version can only match an explicit list, by its raw string (and remediates nothing).
+      if (!parsed) writeRawKey(this.#key, version)
+      let hit: AdvisoryMatch[] | undefined
+      let fix: AdvisoryMatch[] | undefined
+      for (let e = 0; e < count; e++) {
+        const entry = entries + e * F.ENTRY_SIZE
+        const result = this.#evaluate(this.#u32(entry + 4), parsed)
+        if ((result & AFFECTED) !== 0) (hit ??= []).push(this.#match(this.#u32(entry)))
+        else if (result === FIX_BOUND) (fix ??= []).push(this.#match(this.#u32(entry)))
+      }
+      if (hit !== undefined) affecting = hit
+      if (fix !== undefined) remediating = fix
     }
-    const parsed = this.#keyParsed
-    if (!parsed && want === FIX_BOUND) return NONE
-    let out: AdvisoryMatch[] | undefined
-    for (let e = 0; e < count; e++) {
-      const result = this.#evaluate(this.#u32(entries + e * F.ENTRY_SIZE + 4), parsed)
-      const hit = want === AFFECTED ? (result & AFFECTED) !== 0 : result === FIX_BOUND
-      if (hit) (out ??= []).push(this.#match(this.#u32(entries + e * F.ENTRY_SIZE)))
-    }
-    return out ?? NONE
+    this.#affecting = affecting
+    this.#remediating = remediating
+    this.#resolvedName = name
+    this.#resolvedVersion = version
   }
 
   #u32(at: number): number { return this.#view.getUint32(at, true) }

@@ -3,6 +3,10 @@
  * upstream publish time (`facts.publishedAt`, the packument's `time[version]`,
  * never when we first saw it) is at least `seconds` ago; abstains when it is
  * younger, in the future or unknown.
+ *
+ * The admit is one frozen outcome built with the rule: its evidence names
+ * the quarantine it passed, not the version's publish time (which the
+ * caller's facts already hold), so admitting allocates nothing.
  */
 import type { Phase } from './decision.js'
 import { ABSTAIN, type Rule, type RuleOutcome } from './rule.js'
@@ -10,15 +14,23 @@ import type { AllowIfOlderThanConfig } from './rule-schema.js'
 
 export function allowIfOlderThan(config: AllowIfOlderThanConfig, phases: ReadonlySet<Phase>): Rule {
   const quarantineMs = config.seconds * 1000
+  const admit: RuleOutcome = Object.freeze({
+    kind: 'decide',
+    verdict: 'admit',
+    reason: 'quarantine',
+    evidence: Object.freeze([`published at least ${config.seconds} s ago`]),
+  })
   return {
     kind: 'AllowIfOlderThan',
     phases,
     onUnavailable: undefined,
     evaluate(facts, scope): RuleOutcome {
-      const published = facts.publishedAt?.getTime()
-      if (published === undefined || Number.isNaN(published)) return ABSTAIN
-      if (scope.now - published < quarantineMs) return ABSTAIN
-      return { kind: 'decide', verdict: 'admit', reason: 'quarantine', evidence: [`published ${facts.publishedAt?.toISOString()}`] }
+      const publishedAt = facts.publishedAt
+      if (publishedAt === undefined) return ABSTAIN
+      const published = publishedAt.getTime()
+      // NaN (an unreadable time) fails this comparison too, and abstains.
+      if (!(scope.now - published >= quarantineMs)) return ABSTAIN
+      return admit
     },
   }
 }

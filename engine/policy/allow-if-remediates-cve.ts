@@ -10,11 +10,15 @@
  * advisory is no reason to admit a version another advisory (or a malware
  * record) names, whatever the order of the rules.
  */
+import type { AdvisoryMatch } from '../advisory/database.js'
 import type { Phase } from './decision.js'
-import { ABSTAIN, type Rule, type RuleOutcome } from './rule.js'
+import { RecentMemo } from './recent-memo.js'
+import { ABSTAIN, sameMatches, type Rule, type RuleOutcome } from './rule.js'
 import type { AllowIfRemediatesCveConfig } from './rule-schema.js'
 
 export function allowIfRemediatesCve(_config: AllowIfRemediatesCveConfig, phases: ReadonlySet<Phase>): Rule {
+  // Recent admits by the lookup result they came from (see sameMatches).
+  const admits = new RecentMemo<readonly AdvisoryMatch[], RuleOutcome>(8, sameMatches)
   return {
     kind: 'AllowIfRemediatesCve',
     phases,
@@ -23,10 +27,14 @@ export function allowIfRemediatesCve(_config: AllowIfRemediatesCveConfig, phases
       const access = scope.advisory()
       if (access.state !== 'ready') return ABSTAIN
       try {
-        const remediated = access.database.remediating(facts.name, facts.version)
+        const remediated = scope.remediating(access.database)
         if (remediated.length === 0) return ABSTAIN
-        if (access.database.affecting(facts.name, facts.version).length > 0) return ABSTAIN
-        return { kind: 'decide', verdict: 'admit', reason: 'remediates', evidence: remediated.map((m) => m.id) }
+        if (scope.affecting(access.database).length > 0) return ABSTAIN
+        const known = admits.get(remediated)
+        if (known !== undefined) return known
+        const admit: RuleOutcome = Object.freeze({ kind: 'decide', verdict: 'admit', reason: 'remediates', evidence: Object.freeze(remediated.map((m) => m.id)) })
+        admits.set(remediated, admit)
+        return admit
       } catch {
         // A lookup fault leaves this rule without evidence; it abstains (SPEC.md 1.7).
         return ABSTAIN

@@ -7,11 +7,15 @@
  * it would fail at its one job. The evidence lists the advisory ids (and
  * their CVE aliases).
  */
+import type { AdvisoryMatch } from '../advisory/database.js'
 import type { Phase } from './decision.js'
-import { CONSULTED, faultDetail, type Rule, type RuleOutcome } from './rule.js'
+import { RecentMemo } from './recent-memo.js'
+import { CONSULTED, faultDetail, sameMatches, type Rule, type RuleOutcome } from './rule.js'
 import type { DenyIfCveConfig } from './rule-schema.js'
 
 export function denyIfCve(config: DenyIfCveConfig, phases: ReadonlySet<Phase>): Rule {
+  // Recent denies by the lookup result they came from (see sameMatches).
+  const denies = new RecentMemo<readonly AdvisoryMatch[], RuleOutcome>(8, sameMatches)
   return {
     kind: 'DenyIfCve',
     phases,
@@ -22,13 +26,21 @@ export function denyIfCve(config: DenyIfCveConfig, phases: ReadonlySet<Phase>): 
       if (access.state === 'unavailable') return { kind: 'unavailable', cause: access.cause, detail: access.detail }
       let matches
       try {
-        matches = access.database.affecting(facts.name, facts.version)
+        matches = scope.affecting(access.database)
       } catch (error) {
         return { kind: 'unavailable', cause: 'lookup_fault', detail: faultDetail(error) }
       }
       if (matches.length === 0) return CONSULTED
-      const evidence = matches.flatMap((m) => [m.id, ...m.cves.filter((c) => c !== m.id)])
-      return { kind: 'decide', verdict: 'deny', reason: 'cve', evidence }
+      const known = denies.get(matches)
+      if (known !== undefined) return known
+      const evidence: string[] = []
+      for (const m of matches) {
+        evidence.push(m.id)
+        for (const cve of m.cves) if (cve !== m.id) evidence.push(cve)
+      }
+      const deny: RuleOutcome = Object.freeze({ kind: 'decide', verdict: 'deny', reason: 'cve', evidence: Object.freeze(evidence) })
+      denies.set(matches, deny)
+      return deny
     },
   }
 }

@@ -8,12 +8,16 @@
  * 3.1), and should one be handed over anyway the rule reports it as
  * unavailable (`no_database`) instead of reading absent scores as zero.
  */
+import type { AdvisoryMatch } from '../advisory/database.js'
 import type { Phase } from './decision.js'
-import { CONSULTED, faultDetail, type Rule, type RuleOutcome } from './rule.js'
+import { RecentMemo } from './recent-memo.js'
+import { CONSULTED, faultDetail, sameMatches, type Rule, type RuleOutcome } from './rule.js'
 import type { DenyIfEpssConfig } from './rule-schema.js'
 
 export function denyIfEpss(config: DenyIfEpssConfig, phases: ReadonlySet<Phase>): Rule {
   const threshold = config.threshold
+  // Recent outcomes (a deny or CONSULTED) by the lookup result they came from (see sameMatches).
+  const outcomes = new RecentMemo<readonly AdvisoryMatch[], RuleOutcome>(8, sameMatches)
   return {
     kind: 'DenyIfEpss',
     phases,
@@ -27,14 +31,19 @@ export function denyIfEpss(config: DenyIfEpssConfig, phases: ReadonlySet<Phase>)
       }
       let matches
       try {
-        matches = access.database.affecting(facts.name, facts.version)
+        matches = scope.affecting(access.database)
       } catch (error) {
         return { kind: 'unavailable', cause: 'lookup_fault', detail: faultDetail(error) }
       }
+      if (matches.length === 0) return CONSULTED
+      const known = outcomes.get(matches)
+      if (known !== undefined) return known
       const over = matches.filter((m) => m.epss !== undefined && m.epss >= threshold)
-      if (over.length === 0) return CONSULTED
-      const evidence = over.map((m) => `${m.id} epss=${m.epss}`)
-      return { kind: 'decide', verdict: 'deny', reason: 'epss', evidence }
+      const outcome: RuleOutcome = over.length === 0
+        ? CONSULTED
+        : Object.freeze({ kind: 'decide', verdict: 'deny', reason: 'epss', evidence: Object.freeze(over.map((m) => `${m.id} epss=${m.epss}`)) })
+      outcomes.set(matches, outcome)
+      return outcome
     },
   }
 }

@@ -12,10 +12,10 @@
  * (a retryable 503). A push at or past its maximum age refuses with verdict
  * 'expired' whatever `onUnavailable` says (SPEC.md 3.5).
  */
-import type { AdvisoryDatabase, Ecosystem } from '../advisory/database.js'
+import type { AdvisoryDatabase, AdvisoryMatch, Ecosystem } from '../advisory/database.js'
 import type { Clock } from '../clock.js'
 import { ServiceError } from '../errors.js'
-import type { AdvisoryObservation, Decision, Evaluator, Phase, SkippedCheck, VersionFacts } from './decision.js'
+import { RULE_KINDS, type AdvisoryObservation, type Decision, type Evaluator, type Phase, type RuleKind, type SkippedCheck, type VersionFacts } from './decision.js'
 import { advisoryAccess } from './advisory-access.js'
 import { allowIfOlderThan } from './allow-if-older-than.js'
 import { allowIfRemediatesCve } from './allow-if-remediates-cve.js'
@@ -23,7 +23,8 @@ import { denyIdentity } from './deny-identity.js'
 import { denyIfCve } from './deny-if-cve.js'
 import { denyIfEpss } from './deny-if-epss.js'
 import { identityMatcher } from './identity-matcher.js'
-import type { AdvisoryAccess, Rule, RuleScope } from './rule.js'
+import { RecentMemo } from './recent-memo.js'
+import type { AdvisoryAccess, Rule, RuleOutcome, RuleScope } from './rule.js'
 import type { RuleConfig } from './rule-schema.js'
 
 export interface EvaluationContext {
@@ -81,6 +82,200 @@ function guardContext(context: EvaluationContext): void {
 
 const NOTHING: readonly never[] = Object.freeze([])
 
+type DecisionFields = Pick<Decision, 'verdict' | 'rule' | 'ruleIndex' | 'reason' | 'evidence' | 'skipped' | 'advisory'>
+
+function frozenDecision(fields: DecisionFields, ages?: { ageSeconds: number | undefined; maxAgeSeconds: number }): Decision {
+  const decision: Decision = ages === undefined
+    ? { verdict: fields.verdict, rule: fields.rule, ruleIndex: fields.ruleIndex, reason: fields.reason, evidence: fields.evidence, skipped: fields.skipped, advisory: fields.advisory }
+    : ages.ageSeconds === undefined
+      ? { ...fields, maxAgeSeconds: ages.maxAgeSeconds }
+      : { ...fields, ageSeconds: ages.ageSeconds, maxAgeSeconds: ages.maxAgeSeconds }
+  return Object.freeze(decision)
+}
+
+/** A rule's evidence as the decision keeps it: frozen (rules hand over frozen arrays, so mostly as is). */
+function frozenEvidence(evidence: readonly string[]): readonly string[] {
+  return Object.isFrozen(evidence) ? evidence : Object.freeze([...evidence])
+}
+
+/**
+ * The rules that apply in one phase, in order, and what the common path
+ * needs precomputed. On that path every advisory deny reached consulted the
+ * database, so the observations a decision carries depend only on where it
+ * stopped (`consulted[p]`), nothing was skipped, and a rule that hands back
+ * the same frozen outcome gets the same frozen Decision. Anything else (an
+ * outage, an expired push) leaves the common path for `observedPath`, which
+ * builds the lists one by one.
+ */
+class PhasePlan {
+  readonly rules: readonly Rule[]
+  /** Each rule's index in the mount's list. */
+  readonly indices: readonly number[]
+  /** The outcome kind that passes on with no decision: 'consulted' for an advisory deny, else 'abstain'. */
+  readonly passes: readonly RuleOutcome['kind'][]
+  /** consulted[p]: one successful observation for each advisory deny before position p. */
+  readonly consulted: readonly (readonly AdvisoryObservation[])[]
+  readonly denyByDefault: Decision
+  /** Per position: recent frozen outcomes of that rule and their Decisions. */
+  readonly #decisions: readonly RecentMemo<RuleOutcome, Decision>[]
+
+  constructor(compiled: readonly Rule[], phase: Phase) {
+    const rules: Rule[] = []
+    const indices: number[] = []
+    compiled.forEach((rule, index) => {
+      if (!rule.phases.has(phase)) return
+      rules.push(rule)
+      indices.push(index)
+    })
+    this.rules = rules
+    this.indices = indices
+    this.passes = rules.map((rule) => (rule.onUnavailable === undefined ? 'abstain' : 'consulted'))
+    const consulted: (readonly AdvisoryObservation[])[] = [NOTHING]
+    for (const rule of rules) {
+      const before = consulted[consulted.length - 1] as readonly AdvisoryObservation[]
+      consulted.push(rule.onUnavailable === undefined ? before : Object.freeze([...before, consultedBy(rule.kind)]))
+    }
+    this.consulted = consulted
+    this.denyByDefault = frozenDecision({ verdict: 'deny', rule: undefined, ruleIndex: undefined, reason: 'default', evidence: NOTHING, skipped: NOTHING, advisory: consulted[rules.length] as readonly AdvisoryObservation[] })
+    this.#decisions = rules.map(() => new RecentMemo<RuleOutcome, Decision>(8, Object.is))
+  }
+
+  /** The decision of the rule at position p on the common path; `decide` is that rule's outcome. */
+  decided(p: number, decide: Extract<RuleOutcome, { kind: 'decide' }>): Decision {
+    const memo = this.#decisions[p] as RecentMemo<RuleOutcome, Decision>
+    const known = memo.get(decide)
+    if (known !== undefined) return known
+    const rule = this.rules[p] as Rule
+    const decision = frozenDecision({
+      verdict: decide.verdict,
+      rule: rule.kind,
+      ruleIndex: this.indices[p],
+      reason: decide.reason,
+      evidence: frozenEvidence(decide.evidence),
+      skipped: NOTHING,
+      // A deciding advisory deny consulted the database too.
+      advisory: this.consulted[p + 1] as readonly AdvisoryObservation[],
+    })
+    // Only a frozen outcome is the same outcome the next time it is handed back.
+    if (Object.isFrozen(decide)) memo.set(decide, decision)
+    return decision
+  }
+}
+
+/** One shared, frozen "consulted the database" observation per rule kind. */
+const CONSULTED_BY: Readonly<Record<RuleKind, AdvisoryObservation>> = Object.freeze(
+  Object.fromEntries(RULE_KINDS.map((rule) => [rule, Object.freeze({ rule, cause: undefined })])) as Record<RuleKind, AdvisoryObservation>,
+)
+function consultedBy(rule: RuleKind): AdvisoryObservation {
+  return CONSULTED_BY[rule]
+}
+
+/**
+ * The rest of an evaluation from position `start`, whose outcome (`first`)
+ * left the common path: the original rule-by-rule walk that collects
+ * observations and skipped checks.
+ */
+function observedPath(plan: PhasePlan, start: number, first: RuleOutcome, facts: VersionFacts, scope: RuleScope): Decision {
+  const skipped: SkippedCheck[] = []
+  const advisory: AdvisoryObservation[] = [...(plan.consulted[start] as readonly AdvisoryObservation[])]
+  const decision = (fields: Pick<Decision, 'verdict' | 'rule' | 'ruleIndex' | 'reason' | 'evidence'>, ages?: { ageSeconds: number | undefined; maxAgeSeconds: number }): Decision =>
+    frozenDecision({ ...fields, skipped: Object.freeze(skipped), advisory: Object.freeze(advisory) }, ages)
+
+  for (let p = start; p < plan.rules.length; p++) {
+    const rule = plan.rules[p] as Rule
+    const index = plan.indices[p] as number
+    const outcome = p === start ? first : rule.evaluate(facts, scope)
+    switch (outcome.kind) {
+      case 'abstain':
+        continue
+      case 'consulted':
+        advisory.push(consultedBy(rule.kind))
+        continue
+      case 'decide':
+        if (rule.onUnavailable !== undefined) advisory.push(consultedBy(rule.kind))
+        return decision({ verdict: outcome.verdict, rule: rule.kind, ruleIndex: index, reason: outcome.reason, evidence: frozenEvidence(outcome.evidence) })
+      case 'expired':
+        advisory.push({ rule: rule.kind, cause: 'expired', detail: outcome.detail })
+        return decision({ verdict: 'expired', rule: rule.kind, ruleIndex: index, reason: 'expired', evidence: NOTHING }, { ageSeconds: outcome.ageSeconds, maxAgeSeconds: outcome.maxAgeSeconds })
+      case 'unavailable':
+        advisory.push({ rule: rule.kind, cause: outcome.cause, detail: outcome.detail })
+        if (rule.onUnavailable === 'skip') {
+          skipped.push({ rule: rule.kind, cause: outcome.cause })
+          continue
+        }
+        return decision({ verdict: 'unavailable', rule: rule.kind, ruleIndex: index, reason: outcome.cause, evidence: NOTHING })
+    }
+  }
+  return decision({ verdict: 'deny', rule: undefined, ruleIndex: undefined, reason: 'default', evidence: NOTHING })
+}
+
+/**
+ * The scope of one evaluation, reused by every evaluation of one evaluator
+ * (evaluate is synchronous and never re-entered): the advisory access and
+ * the two lookups of the evaluated version are worked out at most once and
+ * forgotten when the evaluation ends.
+ */
+class EvaluationScope implements RuleScope {
+  now = 0
+  #facts: VersionFacts | undefined
+  #access: AdvisoryAccess | undefined
+  #affecting: readonly AdvisoryMatch[] | undefined
+  #remediating: readonly AdvisoryMatch[] | undefined
+  readonly #readDatabase: () => AdvisoryDatabase | undefined
+  readonly #breakerOpen: () => boolean
+  readonly #maxAgeSeconds: number
+  readonly #maxAgeMs: number
+  /** The last ready access and its database: a ready access is the same object while nothing changes. */
+  #ready: AdvisoryAccess | undefined
+  #readyDatabase: AdvisoryDatabase | undefined
+
+  constructor(readDatabase: () => AdvisoryDatabase | undefined, breakerOpen: () => boolean, maxAgeSeconds: number) {
+    this.#readDatabase = readDatabase
+    this.#breakerOpen = breakerOpen
+    this.#maxAgeSeconds = maxAgeSeconds
+    this.#maxAgeMs = maxAgeSeconds * 1000
+  }
+
+  begin(facts: VersionFacts, now: number): void {
+    this.#facts = facts
+    this.now = now
+  }
+
+  /** Forgets the evaluation, so the scope holds no version (nor the packument behind it) between calls. */
+  end(): void {
+    this.#facts = undefined
+    this.#access = undefined
+    this.#affecting = undefined
+    this.#remediating = undefined
+  }
+
+  advisory(): AdvisoryAccess {
+    if (this.#access !== undefined) return this.#access
+    const database = this.#readDatabase()
+    if (database !== undefined && database === this.#readyDatabase) {
+      // advisory-access.ts's checks for a database already found ready: a NaN time fails the comparison and goes the long way.
+      const published = database.publishedAt?.getTime()
+      if (published !== undefined && this.now - published < this.#maxAgeMs && !this.#breakerOpen()) return (this.#access = this.#ready as AdvisoryAccess)
+    }
+    const access = advisoryAccess({ database, now: this.now, maxAgeSeconds: this.#maxAgeSeconds, breakerOpen: this.#breakerOpen() })
+    if (access.state === 'ready') {
+      this.#ready = access
+      this.#readyDatabase = access.database
+    }
+    return (this.#access = access)
+  }
+
+  affecting(database: AdvisoryDatabase): readonly AdvisoryMatch[] {
+    const facts = this.#facts as VersionFacts
+    return (this.#affecting ??= database.affecting(facts.name, facts.version))
+  }
+
+  remediating(database: AdvisoryDatabase): readonly AdvisoryMatch[] {
+    const facts = this.#facts as VersionFacts
+    return (this.#remediating ??= database.remediating(facts.name, facts.version))
+  }
+}
+
 /** Builds a mount's evaluator; throws CONFIG_INVALID for a rule `ruleProblems` would name. */
 export function createEvaluator(rules: readonly RuleConfig[], context: EvaluationContext): Evaluator {
   guardContext(context)
@@ -90,57 +285,31 @@ export function createEvaluator(rules: readonly RuleConfig[], context: Evaluatio
   const readDatabase = typeof context.database === 'function'
     ? context.database
     : ((database) => () => database)(context.database)
-  const breakerOpen = context.breakerOpen ?? (() => false)
+  const scope = new EvaluationScope(readDatabase, context.breakerOpen ?? (() => false), context.maxAgeSeconds)
+  const admission = new PhasePlan(compiled, 'admission')
+  const revocation = new PhasePlan(compiled, 'revocation')
+  // A phase outside the type applies no rule: deny by default, as before plans existed.
+  const none = new PhasePlan([], 'admission')
 
   return {
     evaluate(facts: VersionFacts, phase: Phase): Decision {
       if (facts.ecosystem !== context.ecosystem) {
         throw new ServiceError('INTERNAL', { message: `a ${facts.ecosystem} version was handed to the ${context.ecosystem} evaluator` })
       }
-      const now = context.clock.now()
-      let access: AdvisoryAccess | undefined
-      const scope: RuleScope = {
-        now,
-        advisory: () => (access ??= advisoryAccess({
-          database: readDatabase(),
-          now,
-          maxAgeSeconds: context.maxAgeSeconds,
-          breakerOpen: breakerOpen(),
-        })),
-      }
-      const skipped: SkippedCheck[] = []
-      const advisory: AdvisoryObservation[] = []
-      const decision = (fields: Pick<Decision, 'verdict' | 'rule' | 'ruleIndex' | 'reason' | 'evidence'> & { ageSeconds?: number; maxAgeSeconds?: number }): Decision =>
-        Object.freeze({ ...fields, skipped: Object.freeze(skipped), advisory: Object.freeze(advisory) })
-
-      for (let index = 0; index < compiled.length; index++) {
-        const rule = compiled[index] as Rule
-        if (!rule.phases.has(phase)) continue
-        const outcome = rule.evaluate(facts, scope)
-        switch (outcome.kind) {
-          case 'abstain':
-            continue
-          case 'consulted':
-            advisory.push({ rule: rule.kind, cause: undefined })
-            continue
-          case 'decide':
-            if (rule.onUnavailable !== undefined) advisory.push({ rule: rule.kind, cause: undefined })
-            return decision({ verdict: outcome.verdict, rule: rule.kind, ruleIndex: index, reason: outcome.reason, evidence: Object.freeze([...outcome.evidence]) })
-          case 'expired': {
-            advisory.push({ rule: rule.kind, cause: 'expired', detail: outcome.detail })
-            const ages = outcome.ageSeconds === undefined ? { maxAgeSeconds: outcome.maxAgeSeconds } : { ageSeconds: outcome.ageSeconds, maxAgeSeconds: outcome.maxAgeSeconds }
-            return decision({ verdict: 'expired', rule: rule.kind, ruleIndex: index, reason: 'expired', evidence: NOTHING, ...ages })
-          }
-          case 'unavailable':
-            advisory.push({ rule: rule.kind, cause: outcome.cause, detail: outcome.detail })
-            if (rule.onUnavailable === 'skip') {
-              skipped.push({ rule: rule.kind, cause: outcome.cause })
-              continue
-            }
-            return decision({ verdict: 'unavailable', rule: rule.kind, ruleIndex: index, reason: outcome.cause, evidence: NOTHING })
+      const plan = phase === 'admission' ? admission : phase === 'revocation' ? revocation : none
+      scope.begin(facts, context.clock.now())
+      try {
+        const planned = plan.rules
+        for (let p = 0; p < planned.length; p++) {
+          const outcome = (planned[p] as Rule).evaluate(facts, scope)
+          if (outcome.kind === plan.passes[p]) continue
+          if (outcome.kind === 'decide') return plan.decided(p, outcome)
+          return observedPath(plan, p, outcome, facts, scope)
         }
+        return plan.denyByDefault
+      } finally {
+        scope.end()
       }
-      return decision({ verdict: 'deny', rule: undefined, ruleIndex: undefined, reason: 'default', evidence: NOTHING })
     },
   }
 }

@@ -3,7 +3,7 @@
  * evaluator (evaluator.ts) turns their outcomes into a Decision, applying
  * `onUnavailable` and first-decides-stops (SPEC.md 1.7).
  */
-import type { AdvisoryDatabase } from '../advisory/database.js'
+import type { AdvisoryDatabase, AdvisoryMatch } from '../advisory/database.js'
 import type { Phase, RuleKind, UnavailableCause, VersionFacts } from './decision.js'
 import type { OnUnavailable } from './rule-schema.js'
 
@@ -22,6 +22,15 @@ export interface RuleScope {
   readonly now: number
   /** The advisory access, computed on first use. */
   advisory(): AdvisoryAccess
+  /**
+   * `database.affecting(name, version)` for the evaluated version, read once
+   * per evaluation and shared by every rule that asks (DenyIfCve, DenyIfEpss
+   * and AllowIfRemediatesCve all do). Only when `advisory()` is ready; throws
+   * what the lookup throws (a fault is not remembered, so each rule sees it).
+   */
+  affecting(database: AdvisoryDatabase): readonly AdvisoryMatch[]
+  /** `database.remediating(name, version)`, read once per evaluation like `affecting`. */
+  remediating(database: AdvisoryDatabase): readonly AdvisoryMatch[]
 }
 
 export type RuleOutcome =
@@ -43,6 +52,20 @@ export interface Rule {
   /** For the advisory denies; undefined for the others. */
   readonly onUnavailable: OnUnavailable | undefined
   evaluate(facts: VersionFacts, scope: RuleScope): RuleOutcome
+}
+
+/**
+ * True when two lookup results hold the same advisory objects in the same
+ * order. A rule that decides from a lookup remembers its recent outcomes
+ * with the results they came from (RecentMemo), and hands the same frozen
+ * outcome back when a result repeats (versions of one packument mostly share
+ * their advisories), so a deny does not rebuild its evidence per version.
+ */
+export function sameMatches(a: readonly AdvisoryMatch[], b: readonly AdvisoryMatch[] | undefined): boolean {
+  if (a === b) return true
+  if (b === undefined || a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
 }
 
 /** Describes a thrown lookup fault without its stack, for the outage log. */

@@ -185,3 +185,29 @@ t.test('equivalence with the reference evaluation: PYSEC samples', async (t) => 
     .matchAll(/>[A-Za-z0-9_.]+-(\d[^<]*?)(?:\.tar\.gz|\.zip|-py[^<]*\.whl)</g)].map((m) => m[1] as string)
   equivalence(t, 'py', pysecSamples(), { django: simple('django'), requests: simple('requests'), urllib3: simple('urllib3') })
 })
+
+t.test('answers do not depend on the order of the questions', async (t) => {
+  // The reader keeps the last version's answers and the last package found: interleave packages, versions and the two questions.
+  const db = loadAdvisoryArtifact(build('js', npm))
+  const fresh = (): ReturnType<typeof loadAdvisoryArtifact> => loadAdvisoryArtifact(build('js', npm))
+  const ids = (list: readonly AdvisoryMatch[]): string => list.map((m) => m.id).join(',')
+  const names = packageNames('js', npm).slice(0, 12)
+  const pairs: [string, string][] = []
+  for (const name of names) for (const version of candidateVersions('js', npm, name, ['0.0.1', '1.0.0', 'not-a-version'])) pairs.push([name, version])
+  const want = new Map<string, [string, string]>()
+  const reference = fresh()
+  for (const [name, version] of pairs) want.set(`${name}@${version}`, [ids(reference.affecting(name, version)), ids(reference.remediating(name, version))])
+  let checked = 0
+  for (let i = 0; i < pairs.length; i++) {
+    // Remediating first, then a different package, then back to affecting of the same version.
+    const [name, version] = pairs[i] as [string, string]
+    const [otherName, otherVersion] = pairs[(i * 7 + 3) % pairs.length] as [string, string]
+    const [wantA, wantR] = want.get(`${name}@${version}`) as [string, string]
+    t.equal(ids(db.remediating(name, version)), wantR, `remediating ${name}@${version}`)
+    t.equal(ids(db.affecting(otherName, otherVersion)), (want.get(`${otherName}@${otherVersion}`) as [string, string])[0])
+    t.equal(ids(db.affecting(name, version)), wantA, `affecting ${name}@${version}`)
+    t.equal(ids(db.affecting(name, version)), wantA, 'asked twice')
+    checked++
+  }
+  t.ok(checked > 50, `${checked} interleaved questions`)
+})

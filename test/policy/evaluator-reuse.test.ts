@@ -1,0 +1,145 @@
+/**
+ * The evaluator keeps nothing between evaluations that could change a
+ * decision: it shares frozen outcomes and Decisions while versions repeat
+ * their advisories, reads each lookup once per evaluation, and holds no
+ * version after it returns. Every decision of a long interleaved sequence
+ * must equal what a freshly built evaluator decides for that version alone.
+ */
+import t from 'tap'
+
+import type { AdvisoryDatabase, AdvisoryMatch } from '../../engine/advisory/database.js'
+import { MemoryAdvisoryDatabase } from '../../engine/advisory/memory-database.js'
+import { ManualClock } from '../../engine/clock.js'
+import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import { createEvaluator } from '../../engine/policy/evaluator.js'
+import type { RuleConfig } from '../../engine/policy/rule-schema.js'
+import { DAY, JS_ADVISORIES } from './evaluator.cases.js'
+
+const NOW = Date.parse('2026-03-01T00:00:00Z')
+
+const EXTRA = [
+  ...JS_ADVISORIES,
+  { id: 'GHSA-lodash-second-0000', package: 'lodash', aliases: ['CVE-2020-8203'], ranges: [{ introduced: '0', fixed: '4.17.19' }], epss: 0.2 },
+  { id: 'GHSA-lodash-third-00000', package: 'lodash', ranges: [{ introduced: '4.17.19', fixed: '4.17.20' }] },
+]
+
+/** Answers as the memory database does, but hands back one object per advisory (as the compiled artifact does), so repeats are recognisable. */
+class StableMatches implements AdvisoryDatabase {
+  readonly #inner: MemoryAdvisoryDatabase
+  readonly #byId = new Map<string, AdvisoryMatch>()
+  calls = 0
+  constructor(inner: MemoryAdvisoryDatabase) { this.#inner = inner }
+  get ecosystem() { return this.#inner.ecosystem }
+  get metadata() { return this.#inner.metadata }
+  get publishedAt() { return this.#inner.publishedAt }
+  #stable(list: readonly AdvisoryMatch[]): readonly AdvisoryMatch[] {
+    return list.map((m) => {
+      const known = this.#byId.get(m.id)
+      if (known !== undefined) return known
+      this.#byId.set(m.id, m)
+      return m
+    })
+  }
+  affecting(name: string, version: string) { this.calls++; return this.#stable(this.#inner.affecting(name, version)) }
+  remediating(name: string, version: string) { this.calls++; return this.#stable(this.#inner.remediating(name, version)) }
+}
+
+function database(): StableMatches {
+  return new StableMatches(new MemoryAdvisoryDatabase({ ecosystem: 'js', advisories: EXTRA, publishedAt: new Date(NOW - 3600_000), epssStatus: 'available' }))
+}
+
+const RULES: readonly RuleConfig[] = [
+  { rule: 'DenyIdentity', package: 'left-pad', versions: '1.3.0' },
+  { rule: 'DenyIfCve', onUnavailable: 'skip' },
+  { rule: 'DenyIfEpss', threshold: 0.5 },
+  { rule: 'AllowIfRemediatesCve' },
+  { rule: 'AllowIfOlderThan', seconds: 7 * DAY },
+]
+
+function facts(name: string, version: string, ageDays: number | undefined): VersionFacts {
+  return { ecosystem: 'js', name, version, publishedAt: ageDays === undefined ? undefined : new Date(NOW - ageDays * DAY * 1000) }
+}
+
+const SEQUENCE: readonly VersionFacts[] = [
+  facts('lodash', '4.17.15', 100), facts('lodash', '4.17.16', 100), facts('lodash', '4.17.19', 100),
+  facts('lodash', '4.17.20', 1), facts('lodash', '4.17.21', 1), facts('lodash', '4.17.21', 100),
+  facts('lodash', '4.17.22', 100), facts('lodash', '4.17.22', 1), facts('lodash', 'not-a-version', 100),
+  facts('minimist', '1.2.0', 100), facts('minimist', '1.2.2', 1), facts('left-pad', '1.3.0', 100),
+  facts('left-pad', '1.3.1', undefined), facts('two-faced', '2.0.0', 100), facts('two-faced', '1.0.0', 100),
+  facts('evil-pkg', '1.0.1', 100), facts('quiet-lib', '2.0.1', 1), facts('withdrawn-lib', '1.0.0', 100),
+]
+
+function plain(decision: Decision): object {
+  return { ...decision, evidence: [...decision.evidence], skipped: [...decision.skipped], advisory: decision.advisory.map((o) => ({ ...o })) }
+}
+
+t.test('an interleaved sequence decides as fresh evaluators do, version by version', async (t) => {
+  const db = database()
+  const clock = new ManualClock(NOW)
+  const shared = createEvaluator(RULES, { ecosystem: 'js', database: db, clock, maxAgeSeconds: 6 * DAY })
+  let evaluations = 0
+  for (let round = 0; round < 3; round++) {
+    for (const f of round === 1 ? [...SEQUENCE].reverse() : SEQUENCE) {
+      for (const phase of ['admission', 'revocation'] as const) {
+        const fresh = createEvaluator(RULES, { ecosystem: 'js', database: database(), clock, maxAgeSeconds: 6 * DAY })
+        const got = shared.evaluate(f, phase)
+        t.ok(Object.isFrozen(got) && Object.isFrozen(got.evidence) && Object.isFrozen(got.advisory) && Object.isFrozen(got.skipped), 'frozen')
+        t.same(plain(got), plain(fresh.evaluate(f, phase)), `${f.name}@${f.version} ${phase} round ${round}`)
+        evaluations++
+      }
+    }
+  }
+  // Each evaluation that reaches the advisory rules asks each lookup at most once.
+  t.ok(db.calls <= evaluations * 2, `${db.calls} lookups for ${evaluations} evaluations`)
+})
+
+t.test('a repeated outcome is the same frozen Decision', async (t) => {
+  const evaluator = createEvaluator(RULES, { ecosystem: 'js', database: database(), clock: new ManualClock(NOW), maxAgeSeconds: 6 * DAY })
+  const a = evaluator.evaluate(facts('lodash', '4.17.15', 100), 'admission')
+  const b = evaluator.evaluate(facts('lodash', '4.17.16', 100), 'admission')
+  t.equal(a.reason, 'cve')
+  t.equal(a, b, 'two versions denied by the same advisories share one Decision')
+  t.same(a.evidence, ['GHSA-35jh-r3h4-6jhm', 'CVE-2021-23337', 'GHSA-lodash-second-0000', 'CVE-2020-8203'])
+  const admitted = evaluator.evaluate(facts('lodash', '4.17.22', 100), 'admission')
+  t.equal(admitted.reason, 'quarantine')
+  t.equal(evaluator.evaluate(facts('left-pad', '9.9.9', 100), 'admission'), admitted, 'the quarantine admit is one Decision')
+})
+
+t.test('a lookup fault is not remembered: the next rule asks again', async (t) => {
+  const inner = database()
+  let faults = 1
+  const flaky: AdvisoryDatabase = {
+    ecosystem: 'js',
+    metadata: inner.metadata,
+    publishedAt: inner.publishedAt,
+    affecting(name, version) {
+      if (faults-- > 0) throw new Error('index read out of bounds')
+      return inner.affecting(name, version)
+    },
+    remediating: (name, version) => inner.remediating(name, version),
+  }
+  const evaluator = createEvaluator(RULES, { ecosystem: 'js', database: flaky, clock: new ManualClock(NOW), maxAgeSeconds: 6 * DAY })
+  const decision = evaluator.evaluate(facts('lodash', '4.17.20', 100), 'admission')
+  t.same(decision.skipped, [{ rule: 'DenyIfCve', cause: 'lookup_fault' }], 'DenyIfCve skipped on the fault')
+  t.equal(decision.rule, 'DenyIfEpss', 'DenyIfEpss read the database afresh and denied')
+  t.same(decision.advisory.map((o) => [o.rule, o.cause]), [['DenyIfCve', 'lookup_fault'], ['DenyIfEpss', undefined]])
+  const next = evaluator.evaluate(facts('lodash', '4.17.20', 100), 'admission')
+  t.equal(next.rule, 'DenyIfCve', 'with the fault gone DenyIfCve denies')
+  t.same(next.skipped, [])
+})
+
+t.test('a ready database that ages past the maximum or meets an open breaker is seen at once', async (t) => {
+  const clock = new ManualClock(NOW)
+  let open = false
+  const evaluator = createEvaluator([{ rule: 'DenyIfCve' }, { rule: 'AllowIfOlderThan', seconds: 7 * DAY }], {
+    ecosystem: 'js', database: database(), clock, maxAgeSeconds: 6 * DAY, breakerOpen: () => open,
+  })
+  const f = facts('left-pad', '1.0.0', 100)
+  t.equal(evaluator.evaluate(f, 'admission').verdict, 'admit')
+  open = true
+  t.equal(evaluator.evaluate(f, 'admission').reason, 'breaker_open')
+  open = false
+  t.equal(evaluator.evaluate(f, 'admission').verdict, 'admit')
+  clock.advance(6 * DAY * 1000)
+  t.equal(evaluator.evaluate(f, 'admission').verdict, 'expired')
+})
