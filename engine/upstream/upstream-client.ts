@@ -31,7 +31,7 @@ import { EgressGuard, authorityOf, checkTarballAuthority } from './egress-guard.
 import { ACCEPTED_ENCODINGS, decodersFor } from './content-decoding.js'
 import { transportFailure } from './transport-failure.js'
 import type { FetchErrorCause, UpstreamFetchCounters } from './fetch-counters.js'
-import { capPausedRead, pickSafeHeaders, type ArtifactResponse } from './artifact-response.js'
+import { ArtifactConnections, type ArtifactResponse } from './artifact-response.js'
 
 /** Logged at error: 408, 429, 5xx, no answer, a malformed or oversized body (SPEC.md 6.2). */
 export const METADATA_FETCH_FAILED = 'upstream metadata fetch failed'
@@ -157,6 +157,7 @@ export class UpstreamClient {
   readonly #token: BearerToken | undefined
   readonly #guard: EgressGuard
   readonly #agent: Agent
+  readonly #artifacts: ArtifactConnections
   readonly #maxResponseBytes: number
   readonly #timeouts: UpstreamTimeouts
   readonly #via: string
@@ -218,6 +219,15 @@ export class UpstreamClient {
       bodyTimeout: timeouts.bodyIdleMs,
       ...(options.keepAliveTimeoutMs === undefined ? {} : { keepAliveTimeout: options.keepAliveTimeoutMs }),
       ...(options.connections === undefined ? {} : { connections: options.connections }),
+    })
+    // Artifacts have connections of their own (artifact-response.ts says why), under the same guard and timeouts.
+    this.#artifacts = new ArtifactConnections({
+      timeouts,
+      ...(options.keepAliveTimeoutMs === undefined ? {} : { keepAliveMs: options.keepAliveTimeoutMs }),
+      ...(options.connections === undefined ? {} : { connections: options.connections }),
+      ...(ca === undefined ? {} : { ca }),
+      ...(options.trusted ? {} : { lookup: this.#guard.lookup }),
+      checkAddress: (address) => guard.checkAddress(address),
     })
   }
 
@@ -413,39 +423,26 @@ export class UpstreamClient {
     const extra: Record<string, string> = { 'accept-encoding': 'identity' }
     if (options.conditional?.ifNoneMatch !== undefined) extra['if-none-match'] = options.conditional.ifNoneMatch
     if (options.conditional?.ifModifiedSince !== undefined) extra['if-modified-since'] = options.conditional.ifModifiedSince
-    let response
     try {
-      response = await this.#agent.request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
+      return await this.#artifacts.request(url, {
         method: options.method,
         headers: this.#headers(extra, options.bearer),
         ...(options.signal === undefined ? {} : { signal: options.signal }),
-      })
+      }, upstream)
     } catch (err) {
       if (options.signal?.aborted === true) throw options.signal.reason
       throw transportFailure(err, upstream).error
     }
-    const headers = pickSafeHeaders(response.headers)
-    const status = response.statusCode
-    if (options.method === 'HEAD' || status === 304 || status === 204) {
-      response.body.dump().catch(() => {})
-      return { statusCode: status, headers, body: null }
-    }
-    // The relay listens for errors itself; this keeps an error nobody
-    // observes (a destroy after the relay has detached) from ending the process.
-    response.body.on('error', () => {})
-    capPausedRead(response.body, this.#timeouts.pausedReadMs, upstream)
-    return { statusCode: status, headers, body: response.body }
   }
 
   /** Waits for in-flight requests, then closes every socket (STYLE.md rule 11). */
   async close(): Promise<void> {
-    await this.#agent.close()
+    await Promise.all([this.#agent.close(), this.#artifacts.close()])
   }
 
   /** Aborts in-flight requests and closes every socket at once (second signal). */
   async destroy(): Promise<void> {
+    this.#artifacts.destroy()
     await this.#agent.destroy()
   }
 }

@@ -24,6 +24,7 @@
  */
 import type { Readable } from 'node:stream'
 import { ServiceError } from '../../engine/errors.js'
+import { ArtifactBody } from '../../engine/upstream/artifact-response.js'
 import { transportFailure } from '../../engine/upstream/transport-failure.js'
 import type { Exchange } from './exchange.js'
 
@@ -73,6 +74,7 @@ function outgoingHeaders(headers: RelaySource['headers'], defaultType: string): 
 }
 
 export function relayStream(exchange: Exchange, source: RelaySource, options: RelayOptions): Promise<RelayOutcome> {
+  if (source.body instanceof ArtifactBody) return relayArtifact(exchange, source.body, source, options)
   const { body, status } = source
   const total = declaredLength(source.headers['content-length'])
   const headers = outgoingHeaders(source.headers, options.defaultContentType ?? DEFAULT_ARTIFACT_TYPE)
@@ -213,5 +215,135 @@ export function relayStream(exchange: Exchange, source: RelaySource, options: Re
     body.on('error', fail)
     body.on('close', onClose)
     body.resume()
+  })
+}
+
+/**
+ * The same contract for an artifact body read straight off its upstream
+ * connection (engine/upstream/artifact-response.ts): each chunk is a view of
+ * the connection's read buffer, handed to uWS as it is. A chunk uWS could not
+ * take in full is kept, with the write offset it started at, and the
+ * connection reads nothing more until `onWritable` has sent the rest and the
+ * relay calls `proceed()`; so the buffer is never overwritten under a kept
+ * view, and memory stays one buffer per exchange.
+ */
+function relayArtifact(exchange: Exchange, body: ArtifactBody, source: RelaySource, options: RelayOptions): Promise<RelayOutcome> {
+  const { status } = source
+  const total = declaredLength(source.headers['content-length'])
+  const headers = outgoingHeaders(source.headers, options.defaultContentType ?? DEFAULT_ARTIFACT_TYPE)
+
+  return new Promise<RelayOutcome>((resolve) => {
+    let bytes = 0
+    let started = false
+    let finished = false
+    /** Known length: the view uWS did not take in full, and the write offset it started at. */
+    let pending: Uint8Array | undefined
+    let pendingStart = 0
+    /** Unknown length: uWS buffered the rest of a write; wait for onWritable. */
+    let waiting = false
+
+    const finish = (outcome: RelayOutcome): void => {
+      if (finished) return
+      finished = true
+      pending = undefined
+      // A delivered body ends on its own and returns its connection to the pool;
+      // any other ending closes the upstream connection.
+      if (outcome.kind !== 'delivered') body.destroy()
+      resolve(outcome)
+    }
+
+    const fail = (err: unknown): void => {
+      if (finished) return
+      const error = err instanceof ServiceError ? err : transportFailure(err, options.upstream).error
+      if (!started) {
+        exchange.respondError(error, { head: exchange.method === 'HEAD' })
+        finish({ kind: 'upstream-failed', bytes, error, afterFirstByte: false })
+      } else {
+        // cut() runs the exchange's close hooks synchronously, as an abort: settle first.
+        finish({ kind: 'upstream-failed', bytes, error, afterFirstByte: true })
+        exchange.cut()
+      }
+    }
+
+    const data = (chunk: Uint8Array): boolean => {
+      if (finished) return true
+      bytes += chunk.byteLength
+      if (total !== undefined && bytes > total) {
+        fail(new ServiceError('UPSTREAM_UNAVAILABLE', { data: { upstream: options.upstream, reason: 'body longer than its content-length', declared: total } }))
+        return true
+      }
+      if (!started) {
+        started = true
+        exchange.writeHead(status, headers)
+      }
+      if (total === undefined) {
+        // uWS keeps what the socket did not take (a copy): only the source waits.
+        if (!exchange.write(chunk) && !exchange.closed) {
+          waiting = true
+          return false
+        }
+        return true
+      }
+      const start = exchange.writeOffset()
+      const { ok, done } = exchange.tryEnd(chunk, total)
+      if (done) {
+        finish({ kind: 'delivered', bytes })
+        return true
+      }
+      if (!ok && !exchange.closed) {
+        pending = chunk
+        pendingStart = start
+        return false
+      }
+      return true
+    }
+
+    const end = (): void => {
+      if (finished) return
+      if (!started) {
+        if (total !== undefined && total > 0) {
+          fail(new ServiceError('UPSTREAM_UNAVAILABLE', { data: { upstream: options.upstream, reason: 'body shorter than its content-length', bytes, declared: total } }))
+          return
+        }
+        exchange.respond(status, headers, '')
+        finish({ kind: 'delivered', bytes })
+        return
+      }
+      if (total === undefined) {
+        exchange.end()
+        finish({ kind: 'delivered', bytes })
+        return
+      }
+      // A known length ends in tryEnd (done); the connection framed the body by
+      // that same length, so an end without `done` means uWS still holds the tail.
+    }
+
+    exchange.onWritable(() => {
+      if (finished) return
+      if (pending !== undefined && total !== undefined) {
+        // uWS may call this spuriously; the offset says how much of the view already left.
+        const rest = pending.subarray(exchange.writeOffset() - pendingStart)
+        const { ok, done } = exchange.tryEnd(rest, total)
+        if (done) {
+          finish({ kind: 'delivered', bytes })
+          body.proceed()
+        } else if (ok) {
+          pending = undefined
+          body.proceed()
+        }
+        return
+      }
+      if (waiting) {
+        waiting = false
+        body.proceed()
+      }
+    })
+
+    exchange.onClose((reason) => {
+      if (reason === 'aborted') finish({ kind: 'client-gone', bytes })
+    })
+    if (finished) return
+
+    body.attach({ data, end, error: fail })
   })
 }
