@@ -29,6 +29,9 @@ export const SOURCE_CHARGE_PER_BYTE: Readonly<Record<Ecosystem, number>> = Objec
 
 export interface RenderJob {
   readonly packageName: string
+  /** Each present document's ETag as received; strong tags on all of them let the renderer derive its own without hashing the body. */
+  readonly privateEtag: string | undefined
+  readonly publicEtag: string | undefined
   readonly abbreviated: boolean
   readonly now: number
   readonly privateChunks: readonly Uint8Array[] | undefined
@@ -66,7 +69,7 @@ export interface PackumentRequest {
 }
 
 type Fetched =
-  | { readonly kind: 'document'; readonly chunks: Uint8Array[] }
+  | { readonly kind: 'document'; readonly chunks: Uint8Array[]; readonly etag: string | undefined }
   | { readonly kind: 'miss' }
   | { readonly kind: 'failed'; readonly error: ServiceError }
   | { readonly kind: 'absent' }
@@ -129,7 +132,7 @@ export class PackumentService {
             return request.admission.charge(bytes, { timeoutMs: PAUSE_CAP_UPSTREAM_READ_MS, signal })
           },
         })
-        return result.kind === 'document' ? { kind: 'document', chunks: result.chunks } : { kind: 'miss' }
+        return result.kind === 'document' ? { kind: 'document', chunks: result.chunks, etag: result.etag } : { kind: 'miss' }
       } catch (error) {
         if (signal.aborted) throw error
         return { kind: 'failed', error: isServiceError(error) ? error : new ServiceError('UPSTREAM_UNAVAILABLE', { cause: error }) }
@@ -147,6 +150,8 @@ export class PackumentService {
     try {
       outcome = await this.#o.render({
         packageName: request.packageName,
+        privateEtag: priv.kind === 'document' ? priv.etag : undefined,
+        publicEtag: pub.kind === 'document' ? pub.etag : undefined,
         abbreviated: request.abbreviated,
         now: this.#o.clock.now(),
         privateChunks,

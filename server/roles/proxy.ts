@@ -134,6 +134,8 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       observe: policy.observe,
       render: (job) => runPackumentTask(pool, {
         packageName: job.packageName,
+        privateEtag: job.privateEtag,
+        publicEtag: job.publicEtag,
         baseUrl: config.server.baseUrl,
         abbreviated: job.abbreviated,
         ecosystem: 'js',
