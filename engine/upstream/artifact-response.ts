@@ -473,8 +473,14 @@ export class ArtifactBody extends Readable {
 
   /** Starts the zero-copy flow into `sink`. The Readable side then stays unused. */
   attach(sink: ArtifactSink): void {
-    if (this.#attached || this.destroyed) throw new ServiceError('INTERNAL', { message: 'an artifact body has one consumer' })
+    if (this.#attached || this.readableFlowing !== null) throw new ServiceError('INTERNAL', { message: 'an artifact body has one consumer' })
     this.#attached = true
+    if (this.destroyed) {
+      // It failed (or was destroyed) before anyone read it: the sink still hears of it.
+      const reason = this.errored
+      sink.error(reason instanceof ServiceError ? reason : new ServiceError('UPSTREAM_UNAVAILABLE', { cause: reason ?? undefined, data: { reason: 'body closed before it was read' } }))
+      return
+    }
     this.#exchange.attach(sink)
   }
 

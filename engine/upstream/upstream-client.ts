@@ -1,17 +1,18 @@
 /**
- * The HTTP client of one upstream registry (SPEC.md 1.3, 4.2, 4.4, 5, 8): one
- * undici Agent (a keep-alive Pool per origin) behind the upstream's egress
- * guard. Two reads go through it:
+ * The HTTP client of one upstream registry (SPEC.md 1.3, 4.2, 4.4, 5, 8):
+ * behind the upstream's egress guard, one undici Agent (a keep-alive Pool per
+ * origin) for metadata and the relay's own keep-alive connections for
+ * artifacts (artifact-response.ts says why). Two reads go through it:
  *
  * - `fetchDocument`: a metadata document, decompressed as a stream under the
  *   ingest ceiling, chunk by chunk through the caller's `onChunk` (where the
  *   memory gate charges and may pause; reading pauses with it).
  * - `openArtifact`: an artifact request for the streaming relay; status, safe
- *   headers and the verbatim body.
+ *   headers and the verbatim body, read without a per-chunk allocation.
  *
  * MUST hold on every request: no redirect is ever followed (undici 7 follows
- * none without its redirect interceptor, which is never composed here; a 3xx
- * comes back to the caller); every request carries `Via: 1.1 <proxyId>` so a
+ * none without its redirect interceptor, which is never composed here, and
+ * the artifact connections follow none; a 3xx comes back to the caller); every request carries `Via: 1.1 <proxyId>` so a
  * request that loops back to this proxy can be recognised; the public side is
  * anonymous (no Authorization header is ever built for it); the private side
  * sends its credential as `Authorization: Bearer`, and that credential only
