@@ -173,9 +173,45 @@ function validate(u8: Uint8Array, checksum: boolean): Header {
   return { ecosystem, metadata, packageIndex, packageCount, advisoryIndex, advisoryCount }
 }
 
+/**
+ * Strings that version-key.ts's strict SemVer path encodes (three numbers of
+ * at most 15 digits, dot-separated non-empty identifiers), a subset of what
+ * it accepts: see #writeQueryKey.
+ */
+const STRICT_SEMVER = /^\d{1,15}\.\d{1,15}\.\d{1,15}(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/
+
+/**
+ * Both answers for every version of one package, precomputed once a
+ * packument is being gated (a second version of one package in a row).
+ * Every answer depends only on how the version's key compares with each
+ * stored key of the package, so it is the same for all versions in one cell:
+ * equal to one stored key (cell 2i+1), or strictly between two neighbours
+ * (cell 2i, below key i). A lookup is then one binary search over the
+ * package's distinct keys instead of a walk of every range, and answers with
+ * shared frozen arrays.
+ */
+interface PackageTable {
+  /** Offsets and lengths of the package's distinct stored keys, ascending. */
+  readonly keyAt: Uint32Array
+  readonly keyLength: Uint32Array
+  readonly affecting: readonly (readonly AdvisoryMatch[])[]
+  readonly remediating: readonly (readonly AdvisoryMatch[])[]
+}
+
+const NONE: readonly AdvisoryMatch[] = Object.freeze([])
+
+/** Comparisons a table may cost to build ((cells) x (keys + entries)); larger packages are evaluated entry by entry. */
+const TABLE_WORK_LIMIT = 1_000_000
+
+/** `list` frozen, or `previous` when it holds the same advisories (so neighbouring cells share one array). */
+function sharedList(list: AdvisoryMatch[], previous: readonly AdvisoryMatch[] | undefined): readonly AdvisoryMatch[] {
+  if (list.length === 0) return NONE
+  if (previous !== undefined && previous.length === list.length && list.every((m, i) => previous[i] === m)) return previous
+  return Object.freeze(list)
+}
+
 const AFFECTED = 1
 const FIX_BOUND = 2
-const NONE: readonly AdvisoryMatch[] = Object.freeze([])
 
 class CompiledAdvisoryDatabase implements AdvisoryDatabase {
   readonly ecosystem: Ecosystem
@@ -195,6 +231,17 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
   #resolvedVersion: string | undefined
   #affecting: readonly AdvisoryMatch[] = NONE
   #remediating: readonly AdvisoryMatch[] = NONE
+  /** The version whose key (or key prefix, see #writeQueryKey) is in #key, and how much of #key counts. */
+  #queryVersion: string | undefined
+  /** The last package resolved, and the package #table answers for (-1: none). */
+  #previousPackage = -1
+  #tablePackage = -1
+  #table: PackageTable | undefined
+  /** While #buildTable works: the cell being worked out (-1 otherwise) and each stored key's rank. */
+  #cell = -1
+  #rankOf: Map<number, number> | undefined
+  #queryLength = 0
+  #queryComplete = true
 
   constructor(u8: Uint8Array, header: Header, publishedAt: Date | undefined) {
     this.#u8 = u8
@@ -230,22 +277,33 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
     let remediating: readonly AdvisoryMatch[] = NONE
     const pkg = this.#findPackage(name)
     if (pkg >= 0) {
-      const at = this.#header.packageIndex + pkg * F.PACKAGE_ENTRY_SIZE
-      const entries = this.#u32(at + 8)
-      const count = this.#u32(at + 12)
-      const parsed = writeVersionKey(this.#key, this.ecosystem, version)
-      // An unparseable version can only match an explicit list, by its raw string (and remediates nothing).
-      if (!parsed) writeRawKey(this.#key, version)
-      let hit: AdvisoryMatch[] | undefined
-      let fix: AdvisoryMatch[] | undefined
-      for (let e = 0; e < count; e++) {
-        const entry = entries + e * F.ENTRY_SIZE
-        const result = this.#evaluate(this.#u32(entry + 4), parsed)
-        if ((result & AFFECTED) !== 0) (hit ??= []).push(this.#match(this.#u32(entry)))
-        else if (result === FIX_BOUND) (fix ??= []).push(this.#match(this.#u32(entry)))
+      // A second version of the package in a row: a packument is being gated, version after version.
+      if (pkg !== this.#tablePackage && pkg === this.#previousPackage) {
+        this.#table = this.#buildTable(pkg)
+        this.#tablePackage = pkg
       }
-      if (hit !== undefined) affecting = hit
-      if (fix !== undefined) remediating = fix
+      this.#previousPackage = pkg
+      const parsed = this.#writeQueryKey(version)
+      const table = pkg === this.#tablePackage ? this.#table : undefined
+      if (parsed && table !== undefined) {
+        const cell = this.#cellOf(table)
+        affecting = table.affecting[cell] as readonly AdvisoryMatch[]
+        remediating = table.remediating[cell] as readonly AdvisoryMatch[]
+      } else {
+        const at = this.#header.packageIndex + pkg * F.PACKAGE_ENTRY_SIZE
+        const entries = this.#u32(at + 8)
+        const count = this.#u32(at + 12)
+        let hit: AdvisoryMatch[] | undefined
+        let fix: AdvisoryMatch[] | undefined
+        for (let e = 0; e < count; e++) {
+          const entry = entries + e * F.ENTRY_SIZE
+          const result = this.#evaluate(this.#u32(entry + 4), parsed)
+          if ((result & AFFECTED) !== 0) (hit ??= []).push(this.#match(this.#u32(entry)))
+          else if (result === FIX_BOUND) (fix ??= []).push(this.#match(this.#u32(entry)))
+        }
+        if (hit !== undefined) affecting = hit
+        if (fix !== undefined) remediating = fix
+      }
     }
     this.#affecting = affecting
     this.#remediating = remediating
@@ -284,22 +342,76 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
     return found
   }
 
-  /** sign(query `q[0, qLen)` - stored key at `at`, length `len`). */
-  #compareQuery(q: Uint8Array, qLen: number, at: number, len: number): number {
-    const u8 = this.#u8
-    const n = qLen < len ? qLen : len
-    for (let i = 0; i < n; i++) {
-      const d = (q[i] as number) - (u8[at + i] as number)
-      if (d !== 0) return d
+  /**
+   * Puts the queried version's key in #key; false when the version does not
+   * parse (then #key holds its raw-string key: it can only match an explicit
+   * list, and remediates nothing).
+   *
+   * A strict SemVer string with a pre-release or build part (react's
+   * `0.0.0-experimental-…`, `19.1.0-canary-…`) gets only the key of its
+   * MAJOR.MINOR.PATCH at first: writing a long pre-release is most of a
+   * lookup's cost, and most comparisons are settled by the first three
+   * numbers. #compareQuery writes the whole key the first time a comparison
+   * reaches past them. The prefix is exact: STRICT_SEMVER accepts only
+   * strings that writeVersionKey's strict path accepts, and that path writes
+   * the three numbers of `M.m.p-pre+build` exactly as it writes `M.m.p`'s,
+   * before the release marker (version-key.ts).
+   */
+  #writeQueryKey(version: string): boolean {
+    this.#queryVersion = version
+    const key = this.#key
+    if (this.ecosystem === 'js' && version.length <= 256) {
+      let end = 0
+      while (end < version.length) {
+        const c = version.charCodeAt(end)
+        if (c === 0x2d || c === 0x2b) break
+        end++
+      }
+      if (end < version.length && STRICT_SEMVER.test(version) && writeVersionKey(key, 'js', version.slice(0, end))) {
+        // Without the release marker (0x02) that closes `M.m.p`'s key.
+        this.#queryLength = key.length - 1
+        this.#queryComplete = false
+        return true
+      }
     }
-    return qLen - len
+    this.#queryComplete = true
+    const parsed = writeVersionKey(key, this.ecosystem, version)
+    if (!parsed) writeRawKey(key, version)
+    this.#queryLength = key.length
+    return parsed
+  }
+
+  /** Writes the whole key of a version #writeQueryKey left as a prefix. */
+  #completeQueryKey(): void {
+    const version = this.#queryVersion as string
+    if (!writeVersionKey(this.#key, this.ecosystem, version)) {
+      // Cannot happen while STRICT_SEMVER matches version-key.ts; fail as a lookup fault (the rules refuse), never answer from a wrong key.
+      throw new ServiceError('INTERNAL', { message: `the version key of ${JSON.stringify(version)} disagrees with its strict SemVer prefix` })
+    }
+    this.#queryLength = this.#key.length
+    this.#queryComplete = true
+  }
+
+  /** sign(query key - stored key at `at`, length `len`). */
+  #compareQuery(at: number, len: number): number {
+    const u8 = this.#u8
+    for (;;) {
+      const q = this.#key.bytes
+      const qLen = this.#queryLength
+      const n = qLen < len ? qLen : len
+      for (let i = 0; i < n; i++) {
+        const d = (q[i] as number) - (u8[at + i] as number)
+        if (d !== 0) return d
+      }
+      if (this.#queryComplete) return qLen - len
+      // The prefix ties: only the whole key can say.
+      this.#completeQueryKey()
+    }
   }
 
   /** AFFECTED and/or FIX_BOUND for one Match block (osv-evaluate.ts semantics). */
   #evaluate(ref: number, parsed: boolean): number {
     const view = this.#view
-    const q = this.#key.bytes
-    const qLen = this.#key.length
     let p = ref
     const ranges = this.#u32(p)
     p += 4
@@ -319,7 +431,7 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
         const unbounded = (flags & F.FLAG_UNBOUNDED) !== 0
         if (parsed) {
           // introduced "0" is below every version, limit "*" above every version.
-          const c = unbounded ? (kind === F.EVENT_INTRODUCED ? 1 : -1) : this.#compareQuery(q, qLen, p + 4, keyLen)
+          const c = unbounded ? (kind === F.EVENT_INTRODUCED ? 1 : -1) : this.#compareAt(p + 4, keyLen)
           if (kind === F.EVENT_INTRODUCED) { if (c >= 0) vulnerable = true }
           else if (kind === F.EVENT_FIXED) {
             if (c >= 0) vulnerable = false
@@ -343,13 +455,124 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
       while (lo <= hi) {
         const mid = (lo + hi) >>> 1
         const k = this.#u32(p + mid * 4)
-        const c = this.#compareQuery(q, qLen, k + 2, view.getUint16(k, true))
+        const c = this.#compareAt(k + 2, view.getUint16(k, true))
         if (c === 0) { result |= AFFECTED; break }
         if (c > 0) lo = mid + 1
         else hi = mid - 1
       }
     }
     return result
+  }
+
+  /**
+   * The answer table of one package (see PackageTable): every stored key of
+   * its entries (range events and listed versions), sorted and deduplicated,
+   * and both answers for each cell, worked out by #evaluate with the query's
+   * comparisons taken from the cell's position instead of from a key. The
+   * answers are frozen and a cell that answers as its neighbour shares its
+   * arrays. Undefined when the package is too large to be worth it (the
+   * lookups then evaluate entry by entry).
+   */
+  #buildTable(pkg: number): PackageTable | undefined {
+    const view = this.#view
+    const at = this.#header.packageIndex + pkg * F.PACKAGE_ENTRY_SIZE
+    const entries = this.#u32(at + 8)
+    const count = this.#u32(at + 12)
+    const offsets: number[] = []
+    const lengths: number[] = []
+    for (let e = 0; e < count; e++) {
+      let p = this.#u32(entries + e * F.ENTRY_SIZE + 4)
+      const ranges = this.#u32(p)
+      p += 4
+      for (let r = 0; r < ranges; r++) {
+        const events = this.#u32(p)
+        p += 4
+        for (let v = 0; v < events; v++) {
+          const keyLen = view.getUint16(p + 2, true)
+          if ((view.getUint8(p + 1) & F.FLAG_UNBOUNDED) === 0) {
+            offsets.push(p + 4)
+            lengths.push(keyLen)
+          }
+          p += 4 + keyLen
+        }
+      }
+      const versions = this.#u32(p)
+      p += 4
+      for (let v = 0; v < versions; v++) {
+        const k = this.#u32(p + v * 4)
+        offsets.push(k + 2)
+        lengths.push(view.getUint16(k, true))
+      }
+    }
+    if ((2 * offsets.length + 1) * (offsets.length + count) > TABLE_WORK_LIMIT) return undefined
+    const u8 = this.#u8
+    const compareStored = (a: number, b: number): number =>
+      Buffer.compare(u8.subarray(offsets[a] as number, (offsets[a] as number) + (lengths[a] as number)), u8.subarray(offsets[b] as number, (offsets[b] as number) + (lengths[b] as number)))
+    const order = offsets.map((_, i) => i).sort(compareStored)
+    const keyAt: number[] = []
+    const keyLength: number[] = []
+    const rankOf = new Map<number, number>()
+    for (let i = 0; i < order.length; i++) {
+      const o = order[i] as number
+      if (i === 0 || compareStored(order[i - 1] as number, o) !== 0) {
+        keyAt.push(offsets[o] as number)
+        keyLength.push(lengths[o] as number)
+      }
+      rankOf.set(offsets[o] as number, keyAt.length - 1)
+    }
+    const cells = 2 * keyAt.length + 1
+    const affecting: (readonly AdvisoryMatch[])[] = []
+    const remediating: (readonly AdvisoryMatch[])[] = []
+    this.#rankOf = rankOf
+    try {
+      for (let cell = 0; cell < cells; cell++) {
+        this.#cell = cell
+        const hit: AdvisoryMatch[] = []
+        const fix: AdvisoryMatch[] = []
+        for (let e = 0; e < count; e++) {
+          const entry = entries + e * F.ENTRY_SIZE
+          const result = this.#evaluate(this.#u32(entry + 4), true)
+          if ((result & AFFECTED) !== 0) hit.push(this.#match(this.#u32(entry)))
+          else if (result === FIX_BOUND) fix.push(this.#match(this.#u32(entry)))
+        }
+        affecting.push(sharedList(hit, affecting[cell - 1]))
+        remediating.push(sharedList(fix, remediating[cell - 1]))
+      }
+    } finally {
+      this.#cell = -1
+      this.#rankOf = undefined
+    }
+    return { keyAt: Uint32Array.from(keyAt), keyLength: Uint32Array.from(keyLength), affecting, remediating }
+  }
+
+  /** The cell of the query key (#key) among the table's keys: 2i+1 when it equals key i, 2i when it falls below key i and above key i-1. */
+  #cellOf(table: PackageTable): number {
+    const keyAt = table.keyAt
+    const keyLength = table.keyLength
+    let lo = 0
+    let hi = keyAt.length - 1
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1
+      const c = this.#compareQuery(keyAt[mid] as number, keyLength[mid] as number)
+      if (c === 0) return 2 * mid + 1
+      if (c > 0) lo = mid + 1
+      else hi = mid - 1
+    }
+    return 2 * lo
+  }
+
+  /**
+   * sign(query - stored key at `at`) for #evaluate: from the query's key, or,
+   * while #buildTable works out a cell, from the cell's position against the
+   * stored key's rank.
+   */
+  #compareAt(at: number, len: number): number {
+    const cell = this.#cell
+    if (cell < 0) return this.#compareQuery(at, len)
+    const rank = this.#rankOf?.get(at)
+    if (rank === undefined) throw new ServiceError('INTERNAL', { message: 'a stored key is missing from its package table' })
+    if ((cell & 1) === 1) return ((cell - 1) >> 1) - rank
+    return rank < cell >> 1 ? 1 : -1
   }
 
   #match(advisory: number): AdvisoryMatch {

@@ -25,11 +25,9 @@ export function allowIfOlderThan(config: AllowIfOlderThanConfig, phases: Readonl
     phases,
     onUnavailable: undefined,
     evaluate(facts, scope): RuleOutcome {
-      const publishedAt = facts.publishedAt
-      if (publishedAt === undefined) return ABSTAIN
-      const published = publishedAt.getTime()
-      // NaN (an unreadable time) fails this comparison too, and abstains.
-      if (!(scope.now - published >= quarantineMs)) return ABSTAIN
+      const published = facts.publishedMs ?? facts.publishedAt?.getTime()
+      // No time, or NaN (an unreadable one), fails this comparison too, and abstains.
+      if (published === undefined || !(scope.now - published >= quarantineMs)) return ABSTAIN
       return admit
     },
   }

@@ -22,6 +22,12 @@ export interface VersionFacts {
   readonly version: string
   /** The upstream's publish time for this version (`time[version]`), never when we first saw it. */
   readonly publishedAt: Date | undefined
+  /**
+   * Optional: the same time in milliseconds since the epoch, for a caller
+   * that holds it without making a Date (the packument path). When given it
+   * must agree with `publishedAt`; rules read it first.
+   */
+  readonly publishedMs?: number | undefined
 }
 
 /** Why an advisory rule could not consult the database (SPEC.md 3.3 causes). */

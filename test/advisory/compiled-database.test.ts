@@ -211,3 +211,33 @@ t.test('answers do not depend on the order of the questions', async (t) => {
   }
   t.ok(checked > 50, `${checked} interleaved questions`)
 })
+
+t.test('pre-release and build versions: a key read from its first three numbers agrees with the reference', async (t) => {
+  // The reader settles most comparisons of `M.m.p-pre` from `M.m.p`'s key and writes the rest only on a tie.
+  const records: OsvRecord[] = [
+    { id: 'GHSA-pre1-0000-0000', modified: '2025-01-01T00:00:00Z', affected: [{ package: { ecosystem: 'npm', name: 'pre-lib' }, ranges: [{ type: 'SEMVER', events: [{ introduced: '1.0.0-beta.2' }, { fixed: '1.0.0-rc.1' }] }] }] },
+    { id: 'GHSA-pre2-0000-0000', modified: '2025-01-01T00:00:00Z', affected: [{ package: { ecosystem: 'npm', name: 'pre-lib' }, ranges: [{ type: 'SEMVER', events: [{ introduced: '0.0.1' }, { fixed: '0.14.0' }] }, { type: 'SEMVER', events: [{ introduced: '2.0.0-0' }, { last_affected: '2.0.0-alpha.9' }] }], versions: ['3.0.0-x.1', '3.0.0+build.7'] }] },
+    { id: 'GHSA-pre3-0000-0000', modified: '2025-01-01T00:00:00Z', affected: [{ package: { ecosystem: 'npm', name: 'pre-lib' }, ranges: [{ type: 'SEMVER', events: [{ introduced: '0' }, { fixed: '4.1.0-rc.3' }] }] }] },
+  ]
+  const bytes = build('js', records)
+  const db = loadAdvisoryArtifact(bytes)
+  const versions = [
+    '0.0.0-experimental-dc9aed36-20261027', '0.0.1-0', '0.0.1', '0.13.9-rc.1', '0.14.0-rc.1', '0.14.0', '1.0.0-alpha', '1.0.0-beta.2', '1.0.0-beta.10',
+    '1.0.0-rc.0', '1.0.0-rc.1', '1.0.0-rc.1+build.5', '01.0.0-rc.1', '1.0.0', '1.0.0+meta', '2.0.0-0', '2.0.0-alpha.9', '2.0.0-alpha.10', '2.0.0-beta',
+    '3.0.0-x.1', '3.0.0', '3.0.0+build.7', '4.1.0-rc.2', '4.1.0-rc.3', '4.1.0-rc.3+b', '4.1.0', '19.3.0-canary-dc9aed36-20261027',
+    '1.0.0-beta..1', '1.0.0-', '1.0.0-be_ta', 'v1.0.0-rc.1', ' 1.0.0-rc.1', '1.0.0-rc.1 ', '1234567890123456.0.0-rc.1', '1.0.0-rc.1\n',
+  ]
+  const norm = (list: readonly AdvisoryMatch[]): string => list.map((m) => m.id).sort().join(',')
+  for (const first of ['affecting', 'remediating'] as const) {
+    for (const version of versions) {
+      const want = [norm(evaluateAffecting('js', records, EPSS, 'pre-lib', version)), norm(evaluateRemediating('js', records, EPSS, 'pre-lib', version))]
+      const got = first === 'affecting'
+        ? [norm(db.affecting('pre-lib', version)), norm(db.remediating('pre-lib', version))]
+        : [norm(db.remediating('pre-lib', version)), norm(db.affecting('pre-lib', version))].reverse()
+      t.same(got, want, `${first} first: ${JSON.stringify(version)}`)
+      // A reader that has seen no other version of the package walks the ranges instead of its package table.
+      const alone = loadAdvisoryArtifact(bytes)
+      t.same([norm(alone.affecting('pre-lib', version)), norm(alone.remediating('pre-lib', version))], want, `alone: ${JSON.stringify(version)}`)
+    }
+  }
+})

@@ -143,3 +143,18 @@ t.test('a ready database that ages past the maximum or meets an open breaker is 
   clock.advance(6 * DAY * 1000)
   t.equal(evaluator.evaluate(f, 'admission').verdict, 'expired')
 })
+
+t.test('the quarantine reads publishedMs when the caller gives it, without making a Date', async (t) => {
+  const evaluator = createEvaluator([{ rule: 'AllowIfOlderThan', seconds: 7 * DAY }], { ecosystem: 'js', database: undefined, clock: new ManualClock(NOW), maxAgeSeconds: 6 * DAY })
+  let dates = 0
+  const lazy = (ms: number | undefined): VersionFacts => ({
+    ecosystem: 'js', name: 'left-pad', version: '1.0.0', publishedMs: ms,
+    get publishedAt() { dates++; return ms === undefined ? undefined : new Date(ms) },
+  })
+  t.equal(evaluator.evaluate(lazy(NOW - 8 * DAY * 1000), 'admission').verdict, 'admit')
+  t.equal(evaluator.evaluate(lazy(NOW - 6 * DAY * 1000), 'admission').reason, 'default', 'inside the quarantine')
+  t.equal(evaluator.evaluate(lazy(Number.NaN), 'admission').reason, 'default', 'an unreadable time')
+  t.equal(dates, 0, 'no Date was read')
+  t.equal(evaluator.evaluate(lazy(undefined), 'admission').reason, 'default', 'no time')
+  t.equal(evaluator.evaluate(facts('left-pad', '1.0.0', 8), 'admission').verdict, 'admit', 'a Date alone still works')
+})
