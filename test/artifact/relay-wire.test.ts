@@ -1,7 +1,8 @@
 /**
  * The artifact relay's own upstream connections (engine/upstream/artifact-response.ts)
  * against raw TCP servers that control every byte: framing across reads
- * (a split head, a 100 Continue, a chunked body in tiny pieces), keep-alive
+ * (a split head, a 100 Continue, a chunked body in tiny pieces, a body that
+ * runs until the connection closes), keep-alive
  * reuse, a stale kept-alive connection retried once on a fresh one, bytes
  * past the declared end spoiling the connection, a malformed answer coded,
  * the connection cap, and a body that failed before it was read still
@@ -72,6 +73,11 @@ async function readAll(body: NodeJS.ReadableStream): Promise<string> {
 
 t.test('framing across reads: a split head, a 100 Continue, a chunked body in tiny pieces, through the relay', async (t) => {
   const up = await startRaw(t, (socket, _n, line) => {
+    if (line.includes('/until-close')) {
+      // No length and no chunking: the body runs until the connection closes.
+      void dribble(socket, ['HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nhello', ' world']).then(() => socket.end())
+      return
+    }
     if (line.includes('/chunked')) {
       void dribble(socket, [
         'HTTP/1.1 100 Continue\r\n\r\n',
@@ -91,11 +97,15 @@ t.test('framing across reads: a split head, a 100 Continue, a chunked body in ti
   }
   t.equal(route.counters.snapshot().relays.private.delivered, 2)
   t.equal(up.connections(), 1, 'both answers came over one kept-alive connection')
+  const closing = await route.get('/js/until-close/-/until-close-1.0.0.tgz')
+  t.equal(closing.status, 200)
+  t.equal(closing.body.toString('latin1'), 'hello world', 'a body that runs until close')
 
   // The same bytes through the Readable side (the copy path).
   const res = await client.openArtifact(new URL(`${up.origin}/chunked/-/chunked-1.0.0.tgz`), { method: 'GET' })
   t.equal(res.statusCode, 200)
   t.equal(res.body === null ? '' : await readAll(res.body), 'hello world')
+  t.equal(up.connections(), 2, 'the connection a body ran to its close was not kept')
 })
 
 t.test('a kept-alive connection the server dropped is retried once on a fresh one', async (t) => {
