@@ -19,8 +19,13 @@
  * - The client going away destroys the upstream body, which aborts the
  *   upstream request and closes its socket.
  *
- * At most one chunk per exchange is held here; the undici body and the
- * socket below it hold the rest, and TCP holds the sender.
+ * Two sources: an artifact body from engine/upstream/artifact-response.ts
+ * is relayed by `relayArtifact` (views of its connection's read buffer,
+ * nothing allocated per chunk: the throughput path); any other Readable by
+ * the 'data'/pause/resume loop below.
+ *
+ * At most one chunk per exchange is held here; the source and the socket
+ * below it hold the rest, and TCP holds the sender.
  */
 import type { Readable } from 'node:stream'
 import { ServiceError } from '../../engine/errors.js'
