@@ -200,8 +200,8 @@ interface PackageTable {
 
 const NONE: readonly AdvisoryMatch[] = Object.freeze([])
 
-/** Comparisons a table may cost to build ((cells) x (keys + entries)); larger packages are evaluated entry by entry. */
-const TABLE_WORK_LIMIT = 1_000_000
+/** Cells x entries a table may hold; a larger package is evaluated entry by entry. */
+const TABLE_WORK_LIMIT = 250_000
 
 /** `list` frozen, or `previous` when it holds the same advisories (so neighbouring cells share one array). */
 function sharedList(list: AdvisoryMatch[], previous: readonly AdvisoryMatch[] | undefined): readonly AdvisoryMatch[] {
@@ -480,6 +480,8 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
     const count = this.#u32(at + 12)
     const offsets: number[] = []
     const lengths: number[] = []
+    /** The entry each collected key belongs to. */
+    const owners: number[] = []
     for (let e = 0; e < count; e++) {
       let p = this.#u32(entries + e * F.ENTRY_SIZE + 4)
       const ranges = this.#u32(p)
@@ -492,6 +494,7 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
           if ((view.getUint8(p + 1) & F.FLAG_UNBOUNDED) === 0) {
             offsets.push(p + 4)
             lengths.push(keyLen)
+            owners.push(e)
           }
           p += 4 + keyLen
         }
@@ -502,12 +505,23 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
         const k = this.#u32(p + v * 4)
         offsets.push(k + 2)
         lengths.push(view.getUint16(k, true))
+        owners.push(e)
       }
     }
-    if ((2 * offsets.length + 1) * (offsets.length + count) > TABLE_WORK_LIMIT) return undefined
+    if ((2 * offsets.length + 1) * count > TABLE_WORK_LIMIT) return undefined
     const u8 = this.#u8
-    const compareStored = (a: number, b: number): number =>
-      Buffer.compare(u8.subarray(offsets[a] as number, (offsets[a] as number) + (lengths[a] as number)), u8.subarray(offsets[b] as number, (offsets[b] as number) + (lengths[b] as number)))
+    const compareStored = (a: number, b: number): number => {
+      const atA = offsets[a] as number
+      const atB = offsets[b] as number
+      const lenA = lengths[a] as number
+      const lenB = lengths[b] as number
+      const n = lenA < lenB ? lenA : lenB
+      for (let i = 0; i < n; i++) {
+        const d = (u8[atA + i] as number) - (u8[atB + i] as number)
+        if (d !== 0) return d
+      }
+      return lenA - lenB
+    }
     const order = offsets.map((_, i) => i).sort(compareStored)
     const keyAt: number[] = []
     const keyLength: number[] = []
@@ -521,26 +535,48 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
       rankOf.set(offsets[o] as number, keyAt.length - 1)
     }
     const cells = 2 * keyAt.length + 1
-    const affecting: (readonly AdvisoryMatch[])[] = []
-    const remediating: (readonly AdvisoryMatch[])[] = []
+    // An entry's answer changes only at its own keys: it is the same in every
+    // cell from one of its breakpoints (below everything; equal to one of its
+    // keys; just above one) to the next, so each entry is evaluated at its
+    // breakpoints alone and the answer carried forward.
+    const breakpoints: number[][] = Array.from({ length: count }, () => [0])
+    for (let i = 0; i < offsets.length; i++) {
+      const rank = rankOf.get(offsets[i] as number) as number
+      ;(breakpoints[owners[i] as number] as number[]).push(2 * rank + 1, 2 * rank + 2)
+    }
+    const results = new Uint8Array(cells * count)
     this.#rankOf = rankOf
     try {
-      for (let cell = 0; cell < cells; cell++) {
-        this.#cell = cell
-        const hit: AdvisoryMatch[] = []
-        const fix: AdvisoryMatch[] = []
-        for (let e = 0; e < count; e++) {
-          const entry = entries + e * F.ENTRY_SIZE
-          const result = this.#evaluate(this.#u32(entry + 4), true)
-          if ((result & AFFECTED) !== 0) hit.push(this.#match(this.#u32(entry)))
-          else if (result === FIX_BOUND) fix.push(this.#match(this.#u32(entry)))
+      for (let e = 0; e < count; e++) {
+        const points = [...new Set(breakpoints[e])].sort((a, b) => a - b)
+        const ref = this.#u32(entries + e * F.ENTRY_SIZE + 4)
+        let next = 0
+        let result = 0
+        for (let cell = 0; cell < cells; cell++) {
+          if (points[next] === cell) {
+            this.#cell = cell
+            result = this.#evaluate(ref, true)
+            next++
+          }
+          results[cell * count + e] = result
         }
-        affecting.push(sharedList(hit, affecting[cell - 1]))
-        remediating.push(sharedList(fix, remediating[cell - 1]))
       }
     } finally {
       this.#cell = -1
       this.#rankOf = undefined
+    }
+    const affecting: (readonly AdvisoryMatch[])[] = []
+    const remediating: (readonly AdvisoryMatch[])[] = []
+    for (let cell = 0; cell < cells; cell++) {
+      const hit: AdvisoryMatch[] = []
+      const fix: AdvisoryMatch[] = []
+      for (let e = 0; e < count; e++) {
+        const result = results[cell * count + e] as number
+        if ((result & AFFECTED) !== 0) hit.push(this.#match(this.#u32(entries + e * F.ENTRY_SIZE)))
+        else if (result === FIX_BOUND) fix.push(this.#match(this.#u32(entries + e * F.ENTRY_SIZE)))
+      }
+      affecting.push(sharedList(hit, affecting[cell - 1]))
+      remediating.push(sharedList(fix, remediating[cell - 1]))
     }
     return { keyAt: Uint32Array.from(keyAt), keyLength: Uint32Array.from(keyLength), affecting, remediating }
   }

@@ -10,8 +10,9 @@ import {
 } from '../../engine/advisory/compiled-database.js'
 import type { AdvisoryMatch, Ecosystem } from '../../engine/advisory/database.js'
 import { evaluateAffecting, evaluateRemediating } from '../../engine/advisory/osv-evaluate.js'
+import { readArchiveRecords } from '../../engine/advisory/osv-archive.js'
 import { packageKey, type OsvRecord } from '../../engine/advisory/osv-record.js'
-import { DATA, npmSamples, pysecSamples } from './fixtures.js'
+import { DATA, NPM_ALL_ZIP, npmSamples, pysecSamples } from './fixtures.js'
 
 const EPSS = new Map([
   ['CVE-2020-28500', 0.00536], ['CVE-2021-23337', 0.0218], ['CVE-2019-10744', 0.05006], ['CVE-2020-8203', 0.0223],
@@ -240,4 +241,35 @@ t.test('pre-release and build versions: a key read from its first three numbers 
       t.same([norm(alone.affecting('pre-lib', version)), norm(alone.remediating('pre-lib', version))], want, `alone: ${JSON.stringify(version)}`)
     }
   }
+})
+
+t.test('package tables agree with the entry-by-entry walk and the reference on the largest real packages', async (t) => {
+  // The packages of the whole npm export with the most stored keys (long version lists, many ranges), and two common ones.
+  const names = new Set(['@solana/web3.js', 'sid-client-manager', 'electron', 'vite', 'next', 'lodash', 'react'])
+  const records: OsvRecord[] = []
+  for await (const record of readArchiveRecords(NPM_ALL_ZIP)) {
+    if ((record.affected ?? []).some((a) => names.has(a.package?.name ?? ''))) records.push(record)
+  }
+  t.ok(records.length > 50, `${records.length} records`)
+  const bytes = build('js', records, undefined)
+  const NO_EPSS = new Map<string, number>()
+  const ids = (list: readonly AdvisoryMatch[]): string => list.map((m) => m.id).sort().join(',')
+  let asked = 0
+  let affected = 0
+  for (const name of names) {
+    const table = loadAdvisoryArtifact(bytes)
+    const versions = candidateVersions('js', records, name, ['0.0.0-experimental-dc9aed36-20261027', '0.0.1', '99.0.0', 'not-a-version'])
+    for (const version of versions) {
+      // `table` is asked version after version (its table answers); a fresh reader per version walks the entries.
+      const got = [ids(table.affecting(name, version)), ids(table.remediating(name, version))]
+      const walked = loadAdvisoryArtifact(bytes)
+      const want = [ids(evaluateAffecting('js', records, NO_EPSS, name, version)), ids(evaluateRemediating('js', records, NO_EPSS, name, version))]
+      if (got.join('|') !== want.join('|')) { t.fail(`${name}@${version}: table ${got.join('|')}, reference ${want.join('|')}`); return }
+      const direct = [ids(walked.affecting(name, version)), ids(walked.remediating(name, version))]
+      if (direct.join('|') !== want.join('|')) { t.fail(`${name}@${version}: walk ${direct.join('|')}, reference ${want.join('|')}`); return }
+      asked++
+      if (want[0] !== '') affected++
+    }
+  }
+  t.ok(asked > 1000 && affected > 300, `${asked} versions agree (${affected} affected)`)
 })
