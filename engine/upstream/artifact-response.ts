@@ -135,7 +135,6 @@ class UpstreamExchange {
   #head: Buffer | undefined
   #headDone = false
   #received = false
-  #status = 0
   #keepAlive = false
   #keepAliveHintMs: number | undefined
   #state: BodyState = 'done'
@@ -336,7 +335,6 @@ class UpstreamExchange {
     if (code < 200) return // 1xx: informational; the real head follows
 
     this.#headDone = true
-    this.#status = code
     const connection = (headers['connection'] ?? '').toLowerCase()
     this.#keepAlive = status[1] === '1' && !/(^|,)\s*close\s*(,|$)/.test(connection)
     const hint = /timeout=(\d+)/.exec(headers['keep-alive'] ?? '')
@@ -452,7 +450,6 @@ class UpstreamExchange {
     this.#conn.destroy()
   }
 
-  get status(): number { return this.#status }
 }
 
 /**
