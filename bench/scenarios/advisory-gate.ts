@@ -12,6 +12,12 @@
  * pipeline (scan, merge, render) on that document with a gate that admits
  * without reading anything; the ratio column is the gate's share of the
  * pipeline (the target is under 5%).
+ *
+ * Both figures are steady-state: every timed sample (and every warm-up round)
+ * repeats its work over at least MIN_VERSIONS versions, so a small packument
+ * (lodash: 117 versions) is timed over tens of microseconds of work no more,
+ * and its code paths are compiled as a long-running proxy's are, not
+ * measured half-interpreted after a few hundred calls.
  */
 import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
@@ -28,8 +34,10 @@ import { sharedDataDir } from '../../test/peers/shared-data.js'
 const DATA = sharedDataDir()
 const NPM_ZIP = `${DATA}/osv/npm/all.zip`
 const CHUNK = 65536
-const ROUNDS = 9
+const ROUNDS = 7
 const WARMUP = 3
+/** Versions each timed sample and each warm-up round covers, at least (the packument is run as many times as that takes). */
+const MIN_VERSIONS = 10_000
 
 function nowMs(): number { return Number(process.hrtime.bigint()) / 1e6 }
 
@@ -83,20 +91,23 @@ const scenario: Scenario = {
       const gating: number[] = []
       const gatedPipeline: number[] = []
       let denied = 0
+      const n = doc.facts.length
+      const reps = Math.max(1, Math.ceil(MIN_VERSIONS / n))
       for (let k = 0; k < ROUNDS + WARMUP; k++) {
         let t0 = nowMs()
-        runPackumentPipeline(request, undefined, doc.chunks)
-        const p = nowMs() - t0
+        for (let r = 0; r < reps; r++) runPackumentPipeline(request, undefined, doc.chunks)
+        const p = (nowMs() - t0) / reps
         t0 = nowMs()
-        denied = 0
-        for (const facts of doc.facts) if (gate.evaluate(facts, 'admission').verdict !== 'admit') denied++
-        const g = nowMs() - t0
+        for (let r = 0; r < reps; r++) {
+          denied = 0
+          for (const facts of doc.facts) if (gate.evaluate(facts, 'admission').verdict !== 'admit') denied++
+        }
+        const g = (nowMs() - t0) / reps
         t0 = nowMs()
-        runPackumentPipeline(gated, undefined, doc.chunks)
-        const gp = nowMs() - t0
+        for (let r = 0; r < reps; r++) runPackumentPipeline(gated, undefined, doc.chunks)
+        const gp = (nowMs() - t0) / reps
         if (k >= WARMUP) { pipeline.push(p); gating.push(g); gatedPipeline.push(gp) }
       }
-      const n = doc.facts.length
       const ns = (ms: number): number => Math.round((ms * 1e6) / n)
       rows.push({
         metric: `gate per version, ${name} (${n} versions, ${database.affecting(name, doc.facts[0]!.version).length} advisories on the first; ${denied} not admitted)`,
@@ -111,7 +122,7 @@ const scenario: Scenario = {
       title: 'Advisory gate: rule evaluation per version against the packument pipeline',
       rows,
       notes: [
-        `Database: the whole npm OSV export compiled (${bytes.byteLength} bytes), EPSS values synthetic (every CVE scored, spread 0..0.99). Medians of ${ROUNDS} rounds after ${WARMUP} warm-up rounds; ratio = the gate's share of the pipeline (target under 5%).`,
+        `Database: the whole npm OSV export compiled (${bytes.byteLength} bytes), EPSS values synthetic (every CVE scored, spread 0..0.99). Medians of ${ROUNDS} rounds after ${WARMUP} warm-up rounds; each round runs a packument (pipeline, gate, gated pipeline) as often as it takes to cover ${MIN_VERSIONS} versions; ratio = the gate's share of the pipeline (target under 5%).`,
         ...notes,
       ],
     }

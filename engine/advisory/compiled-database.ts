@@ -353,9 +353,9 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
    * lookup's cost, and most comparisons are settled by the first three
    * numbers. #compareQuery writes the whole key the first time a comparison
    * reaches past them. The prefix is exact: STRICT_SEMVER accepts only
-   * strings that writeVersionKey's strict path accepts, and that path writes
-   * the three numbers of `M.m.p-pre+build` exactly as it writes `M.m.p`'s,
-   * before the release marker (version-key.ts).
+   * strings that writeVersionKey's strict path accepts, and that path starts
+   * the key with the three digit runs, each written by KeyWriter.numberFrom
+   * (version-key.ts), as here.
    */
   #writeQueryKey(version: string): boolean {
     this.#queryVersion = version
@@ -367,9 +367,15 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
         if (c === 0x2d || c === 0x2b) break
         end++
       }
-      if (end < version.length && STRICT_SEMVER.test(version) && writeVersionKey(key, 'js', version.slice(0, end))) {
-        // Without the release marker (0x02) that closes `M.m.p`'s key.
-        this.#queryLength = key.length - 1
+      if (end < version.length && STRICT_SEMVER.test(version)) {
+        // The three numbers as the strict path writes them (each digit run, leading zeros dropped), without what follows.
+        const minor = version.indexOf('.')
+        const patch = version.indexOf('.', minor + 1)
+        key.reset()
+        key.numberFrom(version, 0, minor)
+        key.numberFrom(version, minor + 1, patch)
+        key.numberFrom(version, patch + 1, end)
+        this.#queryLength = key.length
         this.#queryComplete = false
         return true
       }
