@@ -10,12 +10,13 @@
 import type { AdvisoryMatch } from '../advisory/database.js'
 import type { Phase } from './decision.js'
 import { RecentMemo } from './recent-memo.js'
-import { CONSULTED, faultDetail, sameMatches, type Rule, type RuleOutcome } from './rule.js'
+import { CONSULTED, faultDetail, sameMatches, unavailableOutcomes, type Rule, type RuleOutcome } from './rule.js'
 import type { DenyIfCveConfig } from './rule-schema.js'
 
 export function denyIfCve(config: DenyIfCveConfig, phases: ReadonlySet<Phase>): Rule {
   // Recent denies by the lookup result they came from (see sameMatches).
   const denies = new RecentMemo<readonly AdvisoryMatch[], RuleOutcome>(8, sameMatches)
+  const unavailable = unavailableOutcomes()
   return {
     kind: 'DenyIfCve',
     phases,
@@ -23,7 +24,7 @@ export function denyIfCve(config: DenyIfCveConfig, phases: ReadonlySet<Phase>): 
     evaluate(facts, scope): RuleOutcome {
       const access = scope.advisory()
       if (access.state === 'expired') return { kind: 'expired', detail: access.detail, ageSeconds: access.ageSeconds, maxAgeSeconds: access.maxAgeSeconds }
-      if (access.state === 'unavailable') return { kind: 'unavailable', cause: access.cause, detail: access.detail }
+      if (access.state === 'unavailable') return unavailable(access)
       let matches
       try {
         matches = scope.affecting(access.database)

@@ -11,13 +11,20 @@
 import type { AdvisoryMatch } from '../advisory/database.js'
 import type { Phase } from './decision.js'
 import { RecentMemo } from './recent-memo.js'
-import { CONSULTED, faultDetail, sameMatches, type Rule, type RuleOutcome } from './rule.js'
+import { CONSULTED, faultDetail, sameMatches, unavailableOutcomes, type Rule, type RuleOutcome } from './rule.js'
 import type { DenyIfEpssConfig } from './rule-schema.js'
+
+const NO_EPSS: RuleOutcome = Object.freeze({
+  kind: 'unavailable',
+  cause: 'no_database',
+  detail: 'the advisory database carries no EPSS scores (epss_status is not available)',
+})
 
 export function denyIfEpss(config: DenyIfEpssConfig, phases: ReadonlySet<Phase>): Rule {
   const threshold = config.threshold
   // Recent outcomes (a deny or CONSULTED) by the lookup result they came from (see sameMatches).
   const outcomes = new RecentMemo<readonly AdvisoryMatch[], RuleOutcome>(8, sameMatches)
+  const unavailable = unavailableOutcomes()
   return {
     kind: 'DenyIfEpss',
     phases,
@@ -25,10 +32,8 @@ export function denyIfEpss(config: DenyIfEpssConfig, phases: ReadonlySet<Phase>)
     evaluate(facts, scope): RuleOutcome {
       const access = scope.advisory()
       if (access.state === 'expired') return { kind: 'expired', detail: access.detail, ageSeconds: access.ageSeconds, maxAgeSeconds: access.maxAgeSeconds }
-      if (access.state === 'unavailable') return { kind: 'unavailable', cause: access.cause, detail: access.detail }
-      if (access.database.metadata.epssStatus !== 'available') {
-        return { kind: 'unavailable', cause: 'no_database', detail: 'the advisory database carries no EPSS scores (epss_status is not available)' }
-      }
+      if (access.state === 'unavailable') return unavailable(access)
+      if (access.database.metadata.epssStatus !== 'available') return NO_EPSS
       let matches
       try {
         matches = scope.affecting(access.database)

@@ -118,6 +118,8 @@ class PhasePlan {
   readonly denyByDefault: Decision
   /** Per position: recent frozen outcomes of that rule and their Decisions. */
   readonly #decisions: readonly RecentMemo<RuleOutcome, Decision>[]
+  /** Per position: recent frozen 'unavailable' outcomes that refused there, and their Decisions. */
+  readonly #refusals: readonly RecentMemo<RuleOutcome, Decision>[]
 
   constructor(compiled: readonly Rule[], phase: Phase) {
     const rules: Rule[] = []
@@ -138,6 +140,30 @@ class PhasePlan {
     this.consulted = consulted
     this.denyByDefault = frozenDecision({ verdict: 'deny', rule: undefined, ruleIndex: undefined, reason: 'default', evidence: NOTHING, skipped: NOTHING, advisory: consulted[rules.length] as readonly AdvisoryObservation[] })
     this.#decisions = rules.map(() => new RecentMemo<RuleOutcome, Decision>(8, Object.is))
+    this.#refusals = rules.map(() => new RecentMemo<RuleOutcome, Decision>(4, Object.is))
+  }
+
+  /**
+   * The refusal of an advisory deny at position p that could not consult the
+   * database and is not set to skip, reached on the common path: the same
+   * frozen outcome (an outage, version after version) is the same Decision.
+   */
+  refused(p: number, unavailable: Extract<RuleOutcome, { kind: 'unavailable' }>): Decision {
+    const memo = this.#refusals[p] as RecentMemo<RuleOutcome, Decision>
+    const known = memo.get(unavailable)
+    if (known !== undefined) return known
+    const rule = this.rules[p] as Rule
+    const decision = frozenDecision({
+      verdict: 'unavailable',
+      rule: rule.kind,
+      ruleIndex: this.indices[p],
+      reason: unavailable.cause,
+      evidence: NOTHING,
+      skipped: NOTHING,
+      advisory: Object.freeze([...(this.consulted[p] as readonly AdvisoryObservation[]), { rule: rule.kind, cause: unavailable.cause, detail: unavailable.detail }]),
+    })
+    if (Object.isFrozen(unavailable)) memo.set(unavailable, decision)
+    return decision
   }
 
   /** The decision of the rule at position p on the common path; `decide` is that rule's outcome. */
@@ -228,6 +254,8 @@ class EvaluationScope implements RuleScope {
   /** The last ready access and its database: a ready access is the same object while nothing changes. */
   #ready: AdvisoryAccess | undefined
   #readyDatabase: AdvisoryDatabase | undefined
+  /** The last unavailable access (no database, breaker open). */
+  #unavailable: AdvisoryAccess | undefined
 
   constructor(readDatabase: () => AdvisoryDatabase | undefined, breakerOpen: () => boolean, maxAgeSeconds: number) {
     this.#readDatabase = readDatabase
@@ -257,10 +285,15 @@ class EvaluationScope implements RuleScope {
       const published = database.publishedAt?.getTime()
       if (published !== undefined && this.now - published < this.#maxAgeMs && !this.#breakerOpen()) return (this.#access = this.#ready as AdvisoryAccess)
     }
-    const access = advisoryAccess({ database, now: this.now, maxAgeSeconds: this.#maxAgeSeconds, breakerOpen: this.#breakerOpen() })
+    let access = advisoryAccess({ database, now: this.now, maxAgeSeconds: this.#maxAgeSeconds, breakerOpen: this.#breakerOpen() })
     if (access.state === 'ready') {
       this.#ready = access
       this.#readyDatabase = access.database
+    } else if (access.state === 'unavailable') {
+      // The same cause as last time is the same access object, so the rules can share their outcome (rule.ts unavailableOutcomes).
+      const last = this.#unavailable
+      if (last !== undefined && last.state === 'unavailable' && last.cause === access.cause && last.detail === access.detail) access = last
+      else this.#unavailable = access
     }
     return (this.#access = access)
   }
@@ -304,6 +337,8 @@ export function createEvaluator(rules: readonly RuleConfig[], context: Evaluatio
           const outcome = (planned[p] as Rule).evaluate(facts, scope)
           if (outcome.kind === plan.passes[p]) continue
           if (outcome.kind === 'decide') return plan.decided(p, outcome)
+          const rule = planned[p] as Rule
+          if (outcome.kind === 'unavailable' && rule.onUnavailable !== 'skip') return plan.refused(p, outcome)
           return observedPath(plan, p, outcome, facts, scope)
         }
         return plan.denyByDefault

@@ -68,6 +68,24 @@ export function sameMatches(a: readonly AdvisoryMatch[], b: readonly AdvisoryMat
   return true
 }
 
+/**
+ * The outcome of an advisory deny whose access is unavailable, one frozen
+ * object per access object: the evaluation scope hands back the same access
+ * while the cause lasts, so an outage refuses version after version with one
+ * shared outcome (and the evaluator with one shared Decision).
+ */
+export function unavailableOutcomes(): (access: Extract<AdvisoryAccess, { state: 'unavailable' }>) => RuleOutcome {
+  let lastAccess: AdvisoryAccess | undefined
+  let lastOutcome: RuleOutcome | undefined
+  return (access) => {
+    if (access !== lastAccess || lastOutcome === undefined) {
+      lastOutcome = Object.freeze({ kind: 'unavailable', cause: access.cause, detail: access.detail })
+      lastAccess = access
+    }
+    return lastOutcome
+  }
+}
+
 /** Describes a thrown lookup fault without its stack, for the outage log. */
 export function faultDetail(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error)

@@ -158,3 +158,34 @@ t.test('the quarantine reads publishedMs when the caller gives it, without makin
   t.equal(evaluator.evaluate(lazy(undefined), 'admission').reason, 'default', 'no time')
   t.equal(evaluator.evaluate(facts('left-pad', '1.0.0', 8), 'admission').verdict, 'admit', 'a Date alone still works')
 })
+
+t.test('through an outage, decisions match fresh evaluators and one refusal is shared', async (t) => {
+  const noEpss = new MemoryAdvisoryDatabase({ ecosystem: 'js', advisories: EXTRA, publishedAt: new Date(NOW - 3600_000), epssStatus: 'unavailable' })
+  const contexts = [
+    { name: 'no database', database: undefined, breakerOpen: false },
+    { name: 'breaker open', database: database(), breakerOpen: true },
+    { name: 'no EPSS scores', database: noEpss, breakerOpen: false },
+  ]
+  const ruleLists: readonly (readonly RuleConfig[])[] = [
+    RULES,
+    [{ rule: 'DenyIfCve' }, { rule: 'AllowIfOlderThan', seconds: 7 * DAY }],
+    [{ rule: 'AllowIfOlderThan', seconds: 7 * DAY, appliesTo: ['revocation'] }, { rule: 'DenyIfEpss', threshold: 0.1, onUnavailable: 'skip' }, { rule: 'DenyIfCve', onUnavailable: 'refuse' }],
+  ]
+  for (const c of contexts) {
+    for (const rules of ruleLists) {
+      const context = { ecosystem: 'js' as const, database: c.database, clock: new ManualClock(NOW), maxAgeSeconds: 6 * DAY, breakerOpen: () => c.breakerOpen }
+      const shared = createEvaluator(rules, context)
+      const seen = new Set<Decision>()
+      for (const f of [...SEQUENCE, ...SEQUENCE]) {
+        for (const phase of ['admission', 'revocation'] as const) {
+          const got = shared.evaluate(f, phase)
+          t.same(plain(got), plain(createEvaluator(rules, context).evaluate(f, phase)), `${c.name}: ${f.name}@${f.version} ${phase}`)
+          t.ok(Object.isFrozen(got) && Object.isFrozen(got.advisory), 'frozen')
+          if (got.verdict === 'unavailable') seen.add(got)
+        }
+      }
+      // Refusing at the first advisory deny (no skip before it) is one Decision per phase, whatever the version.
+      if (rules.length === 2) t.ok(seen.size <= 2, `${c.name}: ${seen.size} distinct refusals over the sequence`)
+    }
+  }
+})
