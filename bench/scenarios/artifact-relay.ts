@@ -12,7 +12,8 @@
  * hand, so the relays are what is measured. The proxy runs in a process of
  * its own (bench/runners/artifact-relay-server.ts); the load comes from a
  * third (wrk, else autocannon). BENCH_DURATION_SECONDS sizes each run
- * (default 8 s after a 2 s warm-up).
+ * (default 8 s after a 2 s warm-up); the proxy and the nginx relay take the
+ * median of BENCH_RELAY_ROUNDS alternating rounds (default 3).
  */
 import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -115,6 +116,19 @@ async function slowClients(origin: string, path: string, pid: number, clients: n
   return { before, peak, bytes }
 }
 
+/** The median throughput and the median p99 of a server's rounds (each its own median). */
+interface Median { readonly bytesPerSecond: number, readonly p99Ms: number }
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((x, y) => x - y)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid] as number : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
+function medianOf(runs: readonly MeasuredServer[]): Median {
+  return { bytesPerSecond: median(runs.map((r) => r.load.bytesPerSecond)), p99Ms: median(runs.map((r) => r.load.p99Ms)) }
+}
+
 function measurement(unit: string, better: 'higher' | 'lower', value: number): Measurement {
   return { unit, better, value }
 }
@@ -123,6 +137,7 @@ const scenario: Scenario = {
   name: 'artifact-relay',
   async run(): Promise<ScenarioResult> {
     const duration = Number(process.env.BENCH_DURATION_SECONDS ?? 8)
+    const rounds = Math.max(1, Math.floor(Number(process.env.BENCH_RELAY_ROUNDS ?? 3)))
     const root = await mkdtemp(join(tmpdir(), 'bench-artifacts-'))
     const notes: string[] = []
     const rows: Row[] = []
@@ -178,25 +193,43 @@ const scenario: Scenario = {
         }
       }
 
+      // The proxy and the nginx relay are measured in alternating rounds (their order
+      // swapped each round) and each is given its median: on a shared machine the
+      // background load drifts within a minute, and one run each would credit or
+      // blame whichever server ran during a quiet or a busy spell.
       for (const a of artifacts) {
         for (const connections of CONCURRENCY) {
           const shape: LoadShape = { connections, durationSeconds: duration, warmupSeconds: 2 }
           const label = `GET ${a.label} x${connections}`
-          const measured: Record<string, MeasuredServer | string> = {}
-          for (const [name, server] of Object.entries(servers)) {
-            if (typeof server === 'string') { measured[name] = server; continue }
-            measured[name] = await measureServer(`${server.base}${artifactPath(a)}`, shape, () => peakRssBytes(server.pid))
-            const m = measured[name]
-            if (typeof m !== 'string') notes.push(...loadWarnings(`${name} ${label}`, m.load))
+          const runs: Record<string, MeasuredServer[]> = {}
+          const measured: Record<string, Median | string> = {}
+          const order = Object.keys(servers)
+          for (let round = 0; round < rounds; round++) {
+            const names = round % 2 === 0 ? order : [...order].reverse()
+            for (const name of names) {
+              const server = servers[name]
+              if (server === undefined || typeof server === 'string') continue
+              if (name === 'verdaccio' && round > 0) continue // a reference, not the target: once
+              const m = await measureServer(`${server.base}${artifactPath(a)}`, shape, () => peakRssBytes(server.pid))
+              notes.push(...loadWarnings(`${name} ${label}`, m.load))
+              ;(runs[name] ??= []).push(m)
+            }
           }
-          const own = measured['proxy'] as MeasuredServer
-          const pick = (m: MeasuredServer | string, f: (x: MeasuredServer) => Measurement): Measurement | string => (typeof m === 'string' ? m : f(m))
-          const baselines = (f: (x: MeasuredServer) => Measurement): Record<string, Measurement | string> => ({
+          for (const [name, server] of Object.entries(servers)) {
+            measured[name] = typeof server === 'string' ? server : medianOf(runs[name] ?? [])
+          }
+          if (rounds > 1) {
+            const spread = (name: string): string => (runs[name] ?? []).map((m) => (m.load.bytesPerSecond / MB).toFixed(0)).join('/')
+            notes.push(`${label} MB/s per round: proxy ${spread('proxy')}, nginx relay ${spread('nginx relay')}`)
+          }
+          const own = measured['proxy'] as Median
+          const pick = (m: Median | string, f: (x: Median) => Measurement): Measurement | string => (typeof m === 'string' ? m : f(m))
+          const baselines = (f: (x: Median) => Measurement): Record<string, Measurement | string> => ({
             nginx: pick(measured['nginx relay'] ?? 'not measured', f),
             verdaccio: pick(measured['verdaccio'] ?? 'not measured', f),
           })
-          const throughput = (x: MeasuredServer): Measurement => measurement('MB/s', 'higher', x.load.bytesPerSecond / MB)
-          const p99 = (x: MeasuredServer): Measurement => measurement('ms', 'lower', x.load.p99Ms)
+          const throughput = (x: Median): Measurement => measurement('MB/s', 'higher', x.bytesPerSecond / MB)
+          const p99 = (x: Median): Measurement => measurement('ms', 'lower', x.p99Ms)
           rows.push({ metric: `${label} throughput`, project: throughput(own), baselines: baselines(throughput) })
           rows.push({ metric: `${label} p99 latency`, project: p99(own), baselines: baselines(p99) })
         }
@@ -217,7 +250,7 @@ const scenario: Scenario = {
       notes.push(
         `slow clients: ${SLOW_CLIENTS} connections reading about ${SLOW_RATE / 1024} KiB/s each for ${SLOW_SECONDS} s (${(slow.bytes / MIB).toFixed(0)} MiB read in all); RSS ${(slow.before / MIB).toFixed(1)} MiB before, ${(slow.peak / MIB).toFixed(1)} MiB at peak; target growth under ${RSS_TARGET_GROWTH / MIB} MiB: ${growth < RSS_TARGET_GROWTH ? 'met' : 'MISSED'}`,
         `origin: nginx serving the files statically over plain http; the proxy relays through its private leg (no gate, no queue); the nginx relay is tuned as PEERS.md says; Verdaccio serves the same files from its storage`,
-        `load by ${await defaultLoadTool()} from its own process, ${duration} s per run after a 2 s warm-up; each server is one process (nginx: one worker); incompressible random artifacts`,
+        `load by ${await defaultLoadTool()} from its own process, ${duration} s per run after a 2 s warm-up; proxy and nginx relay: median of ${rounds} alternating round(s) (BENCH_RELAY_ROUNDS), Verdaccio: one; each server is one process (nginx: one worker); incompressible random artifacts`,
       )
       return { title: 'Artifact relay: proxy (private leg) vs tuned nginx relay vs Verdaccio, same origin and bytes', rows, notes }
     } finally {
