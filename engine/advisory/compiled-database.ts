@@ -264,10 +264,11 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
   }
 
   /**
-   * Works out both answers for one version in one pass over the package's
-   * entries (each Match block is evaluated once, giving AFFECTED and
-   * FIX_BOUND together) and keeps them for the next call: the rules ask
-   * `affecting` and `remediating` of one version in turn.
+   * Works out both answers for one version and keeps them for the next call
+   * (the rules ask `affecting` and `remediating` of one version in turn):
+   * from the package's table once a packument is being gated (see
+   * PackageTable), else in one pass over the package's entries (each Match
+   * block evaluated once, giving AFFECTED and FIX_BOUND together).
    */
   #resolve(name: string, version: string): void {
     if (version === this.#resolvedVersion && name === this.#resolvedName) return

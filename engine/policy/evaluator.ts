@@ -2,9 +2,17 @@
  * The rule evaluator of one mount (SPEC.md 1.7, 3.3, 3.5): rules in order,
  * the first that decides stops; when none decides, deny by default.
  *
- * It is pure (no logging, no state between calls), so it can run in a
- * worker: what the main thread logs (outages, skipped checks) leaves in the
- * Decision as observations (see decision.ts).
+ * It is pure (no logging, nothing kept between calls that could change a
+ * decision), so it can run in a worker: what the main thread logs (outages,
+ * skipped checks) leaves in the Decision as observations (see decision.ts).
+ *
+ * It is on the path of every public version of every packument, so the
+ * common path allocates nothing: each phase's rule list is planned once
+ * (PhasePlan), each lookup is read once per evaluation and shared by the
+ * rules (EvaluationScope), and a frozen outcome a rule hands back again
+ * (the same advisories, the quarantine admit, an outage) gets back the same
+ * frozen Decision. Decisions are shared, frozen, plain data objects (they
+ * cross the worker boundary by structured clone).
  *
  * Advisory denies (`DenyIfCve`, `DenyIfEpss`) that cannot consult the
  * database follow `onUnavailable`: `skip` records a SkippedCheck and goes on
