@@ -32,7 +32,8 @@ import { EgressGuard, authorityOf, checkTarballAuthority } from './egress-guard.
 import { ACCEPTED_ENCODINGS, decodersFor } from './content-decoding.js'
 import { transportFailure } from './transport-failure.js'
 import type { FetchErrorCause, UpstreamFetchCounters } from './fetch-counters.js'
-import { ArtifactConnections, type ArtifactResponse } from './artifact-response.js'
+import type { ArtifactResponse } from './artifact-response.js'
+import { ArtifactConnections } from './artifact-connection-pool.js'
 
 /** Logged at error: 408, 429, 5xx, no answer, a malformed or oversized body (SPEC.md 6.2). */
 export const METADATA_FETCH_FAILED = 'upstream metadata fetch failed'

@@ -29,7 +29,7 @@
  */
 import type { Readable } from 'node:stream'
 import { ServiceError } from '../../engine/errors.js'
-import { ArtifactBody } from '../../engine/upstream/artifact-response.js'
+import { ArtifactBody } from '../../engine/upstream/artifact-body.js'
 import { transportFailure } from '../../engine/upstream/transport-failure.js'
 import type { Exchange } from './exchange.js'
 

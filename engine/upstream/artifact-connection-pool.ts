@@ -1,0 +1,244 @@
+/**
+ * The HTTP/1.1 keep-alive connections that fetch artifacts for the relay
+ * (SPEC.md 4.4): per origin, with a cap, idle reuse, one retry on a stale
+ * kept-alive connection, and connect timeouts.
+ *
+ * Why not undici here (it still fetches metadata): a relay moves every byte
+ * through the process, and node hands each socket read to JavaScript in a
+ * freshly allocated 64 KiB buffer. At relay rates that is hundreds of MB/s
+ * of short-lived ArrayBuffers, which keep V8 in major collections (profiled
+ * in bench/scenarios/artifact-relay.ts: the GC threads used as much CPU as the
+ * relay itself). These connections read with node's `onread` option into
+ * one reusable buffer per connection, 256 KiB at a time (nginx's relay
+ * buffer size), and hand the relay views of it, so relaying allocates
+ * nothing per chunk. The parts: artifact-connection.ts (one socket and its
+ * buffers), artifact-exchange.ts (one response on it), http1-head-parser.ts
+ * and http1-body-framing.ts (the wire format), artifact-body.ts (what the
+ * caller holds).
+ *
+ * MUST hold (STYLE.md rule 3, SPEC.md 8):
+ * - A view handed to a sink stays valid until the sink asks for more
+ *   (`ArtifactBody.proceed`); until then the connection does not read, so
+ *   the kernel buffers fill and TCP holds the upstream. Memory is one buffer
+ *   per connection, however slow the client.
+ * - Destroying the body aborts the request and closes its socket; only a
+ *   body read to its exact end, with nothing after it, returns its
+ *   connection to the keep-alive pool.
+ * - Timeouts: connect, response head, a silent body while reading, and a
+ *   body left paused or unread past its cap.
+ * - No redirect is followed: any status comes back as it is.
+ */
+import { connect as netConnect, isIP } from 'node:net'
+import { connect as tlsConnect, rootCertificates, type ConnectionOptions } from 'node:tls'
+import { ServiceError } from '../errors.js'
+import type { LookupCallback } from './egress-guard.js'
+import type { ArtifactResponse } from './artifact-response.js'
+import { ArtifactExchange, StaleConnection, badResponse, type ArtifactTimeouts } from './artifact-exchange.js'
+import { ArtifactConnection, type ArtifactConnectionOwner } from './artifact-connection.js'
+import { HEADER_NAME } from './http1-head-parser.js'
+
+const CONTROL = /[\r\n\0]/
+
+export interface ArtifactConnectionsOptions {
+  readonly timeouts: ArtifactTimeouts
+  /** How long an idle keep-alive connection is kept; default 4 s (undici's). */
+  readonly keepAliveMs?: number
+  /** Connections per origin; unbounded when unset. */
+  readonly connections?: number
+  /** Extra trust anchor (PEM) added to the default roots. */
+  readonly ca?: string
+  /** A resolver for net/tls.connect (the egress guard's on the public side). */
+  readonly lookup?: (hostname: string, options: object, callback: LookupCallback) => void
+  /** Judges a literal address, which never reaches `lookup`. */
+  readonly checkAddress?: (address: string) => void
+}
+
+export interface ArtifactRequest {
+  readonly method: 'GET' | 'HEAD'
+  /** Header names lowercase; values are checked for control characters. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly signal?: AbortSignal
+}
+
+/**
+ * The keep-alive pool of artifact connections of one upstream client, per
+ * origin (`http(s)://host:port`). Constructed and owned by UpstreamClient.
+ */
+export class ArtifactConnections implements ArtifactConnectionOwner {
+  readonly #options: ArtifactConnectionsOptions
+  readonly #idle = new Map<string, ArtifactConnection[]>()
+  readonly #all = new Set<ArtifactConnection>()
+  readonly #count = new Map<string, number>()
+  readonly #waiters = new Map<string, (() => void)[]>()
+  #closing = false
+  #drained: (() => void) | undefined
+
+  constructor(options: ArtifactConnectionsOptions) {
+    this.#options = options
+  }
+
+  /**
+   * Sends one request and resolves with the response head; the body (when
+   * there is one) streams from the connection. Rejects with what failed
+   * (a ServiceError, or a socket error for transportFailure), or with the
+   * signal's reason when it aborts first.
+   */
+  async request(url: URL, request: ArtifactRequest, upstream: string): Promise<ArtifactResponse> {
+    const lines = [`${request.method} ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`]
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (!HEADER_NAME.test(name) || CONTROL.test(value)) throw badResponse(upstream, 'invalid request header')
+      lines.push(`${name}: ${value}`)
+    }
+    const text = `${lines.join('\r\n')}\r\n\r\n`
+    for (let attempt = 0; ; attempt++) {
+      // A retry after a stale keep-alive connection takes a fresh one.
+      const idle = attempt === 0 ? this.#takeIdle(url.origin) : undefined
+      try {
+        const conn = idle ?? await this.#connect(url, request.signal)
+        return await this.#exchange(conn, text, request, upstream)
+      } catch (err) {
+        if (err instanceof StaleConnection && attempt === 0 && request.signal?.aborted !== true) continue
+        if (err instanceof StaleConnection) throw badResponse(upstream, 'connection closed before a response')
+        throw err
+      }
+    }
+  }
+
+  #exchange(conn: ArtifactConnection, text: string, request: ArtifactRequest, upstream: string): Promise<ArtifactResponse> {
+    const signal = request.signal
+    return new Promise<ArtifactResponse>((resolve, reject) => {
+      let onAbort: (() => void) | undefined
+      let exchange: ArtifactExchange | undefined
+      const settleHead = (result: ArtifactResponse | Error): void => {
+        if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort)
+        if (result instanceof Error) { reject(result); return }
+        // After the head, an abort still tears the body down (as undici's request does).
+        if (signal !== undefined && result.body !== null) {
+          const body = result.body
+          const stop = (): void => { body.destroy(signal.reason instanceof Error ? signal.reason : undefined) }
+          signal.addEventListener('abort', stop, { once: true })
+          body.once('close', () => signal.removeEventListener('abort', stop))
+        }
+        resolve(result)
+      }
+      exchange = new ArtifactExchange(conn, request.method, upstream, this.#options.timeouts, settleHead)
+      if (signal !== undefined) {
+        if (signal.aborted) { exchange.abort(); reject(signal.reason); return }
+        onAbort = () => { exchange?.abort(); reject(signal.reason) }
+        signal.addEventListener('abort', onAbort, { once: true })
+      }
+      conn.begin(exchange, text)
+    })
+  }
+
+  #takeIdle(key: string): ArtifactConnection | undefined {
+    const list = this.#idle.get(key)
+    while (list !== undefined && list.length > 0) {
+      const conn = list.pop() as ArtifactConnection
+      if (!conn.dead) return conn
+    }
+    return undefined
+  }
+
+  async #connect(url: URL, signal: AbortSignal | undefined): Promise<ArtifactConnection> {
+    if (this.#closing) throw badResponse(url.host, 'the client is closing')
+    const key = url.origin
+    const limit = this.#options.connections
+    while (limit !== undefined && (this.#count.get(key) ?? 0) >= limit) {
+      await new Promise<void>((resolve, reject) => {
+        const list = this.#waiters.get(key) ?? []
+        this.#waiters.set(key, list)
+        const wake = (): void => { signal?.removeEventListener('abort', onAbort); resolve() }
+        const onAbort = (): void => {
+          const i = list.indexOf(wake)
+          if (i !== -1) list.splice(i, 1)
+          reject(signal?.reason)
+        }
+        list.push(wake)
+        signal?.addEventListener('abort', onAbort, { once: true })
+      })
+      const idle = this.#takeIdle(key)
+      if (idle !== undefined) return idle
+    }
+    const host = url.hostname.replace(/^\[|\]$/g, '')
+    if (isIP(host) !== 0) this.#options.checkAddress?.(host)
+    const port = Number(url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : url.port)
+    const { ca, lookup, timeouts } = this.#options
+    const conn = new ArtifactConnection(this, key, (onread) => url.protocol === 'https:'
+      // node's TLSSocket takes `onread` (when it makes its own socket); its typings omit it.
+      ? tlsConnect({
+        host, port, onread, ...(lookup === undefined ? {} : { lookup }),
+        ...(isIP(host) === 0 ? { servername: host } : {}),
+        ...(ca === undefined ? {} : { ca: [...rootCertificates, ca] }),
+      } as ConnectionOptions)
+      : netConnect({ host, port, onread, ...(lookup === undefined ? {} : { lookup }) }))
+    this.#all.add(conn)
+    this.#count.set(key, (this.#count.get(key) ?? 0) + 1)
+    const socket = conn.socket
+    const ready = url.protocol === 'https:' ? 'secureConnect' : 'connect'
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => done(new ServiceError('UPSTREAM_TIMEOUT', { data: { upstream: url.host, reason: 'connect timeout' } })), timeouts.connectMs)
+      timer.unref()
+      const onAbort = (): void => done(signal?.reason ?? new Error('aborted'))
+      const done = (err?: unknown): void => {
+        clearTimeout(timer)
+        socket.off(ready, onReady)
+        socket.off('error', onError)
+        signal?.removeEventListener('abort', onAbort)
+        if (err === undefined) { resolve(); return }
+        conn.destroy()
+        reject(err)
+      }
+      const onReady = (): void => done()
+      const onError = (err: Error): void => done(err)
+      socket.once(ready, onReady)
+      socket.once('error', onError)
+      if (signal?.aborted === true) onAbort()
+      else signal?.addEventListener('abort', onAbort, { once: true })
+    })
+    return conn
+  }
+
+  /** Keeps a connection idle for reuse. */
+  park(conn: ArtifactConnection, hintMs: number | undefined): void {
+    if (this.#closing) { conn.destroy(); return }
+    const base = this.#options.keepAliveMs ?? 4_000
+    // A server's own keep-alive hint, less a second of margin, as undici does.
+    const ms = hintMs === undefined ? base : Math.min(base, Math.max(0, hintMs - 1_000))
+    if (ms === 0) { conn.destroy(); return }
+    const list = this.#idle.get(conn.key) ?? []
+    this.#idle.set(conn.key, list)
+    list.push(conn)
+    conn.setIdle(ms, () => conn.destroy())
+    this.#wake(conn.key)
+  }
+
+  /** A connection closed: drop it from the books. */
+  forget(conn: ArtifactConnection): void {
+    if (!this.#all.delete(conn)) return
+    const list = this.#idle.get(conn.key)
+    const i = list?.indexOf(conn) ?? -1
+    if (i !== -1) list?.splice(i, 1)
+    this.#count.set(conn.key, (this.#count.get(conn.key) ?? 1) - 1)
+    this.#wake(conn.key)
+    if (this.#closing && this.#all.size === 0) this.#drained?.()
+  }
+
+  #wake(key: string): void {
+    this.#waiters.get(key)?.shift()?.()
+  }
+
+  /** Closes idle connections now and the others as their exchanges end. */
+  async close(): Promise<void> {
+    this.#closing = true
+    for (const list of this.#idle.values()) for (const conn of [...list]) conn.destroy()
+    if (this.#all.size === 0) return
+    await new Promise<void>((resolve) => { this.#drained = resolve })
+  }
+
+  /** Closes every connection at once, in-flight ones too. */
+  destroy(): void {
+    this.#closing = true
+    for (const conn of [...this.#all]) conn.destroy()
+  }
+}

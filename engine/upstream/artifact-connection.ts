@@ -1,0 +1,187 @@
+/**
+ * One keep-alive artifact connection and its reusable read buffers. Apart
+ * from the pool because this is the part that owns the socket's reads: node
+ * fills buffers we hand it (`onread`), and which buffer is safe to hand out
+ * next depends on which ones the relay still holds (artifact-connection-pool.ts
+ * says why reads go into reused buffers at all).
+ */
+import type { Socket } from 'node:net'
+import type { ArtifactExchange } from './artifact-exchange.js'
+
+/** 256 KiB: nginx's relay buffer size (PEERS.md), and 4 loopback segments per read. */
+export const READ_BUFFER_BYTES = 256 * 1024
+
+/** The buffer a read lands in while the current one is still held: small, since it is rare. */
+const SPARE_BUFFER_BYTES = 64 * 1024
+
+/** A read the connection has not parsed yet: `buf[0, end)`. */
+interface Backlog { readonly buf: Buffer, readonly end: number }
+
+/** What a connection tells its pool (ArtifactConnections). */
+export interface ArtifactConnectionOwner {
+  /** Keeps a connection idle for reuse. */
+  park(conn: ArtifactConnection, hintMs: number | undefined): void
+  /** A connection closed: drop it from the books. */
+  forget(conn: ArtifactConnection): void
+}
+
+/** node's `onread` option for net and tls connect. */
+export interface OnRead { buffer: () => Buffer, callback: (n: number, b: Buffer) => boolean }
+
+/**
+ * One keep-alive connection with its reusable read buffers. node calls
+ * `onread.buffer()` after each read for the buffer of the next one; a plain
+ * socket reads nothing once the callback returned false, but a TLS socket
+ * may still hand over records it already decrypted. So the next buffer is
+ * never one still held: the main buffer when it is free, else a spare, else
+ * (TLS only) a fresh one, queued in order behind the held read.
+ */
+export class ArtifactConnection {
+  readonly key: string
+  readonly socket: Socket
+  readonly #pool: ArtifactConnectionOwner
+  readonly #buf: Buffer
+  #spare: Buffer | undefined
+  #exchange: ArtifactExchange | undefined
+  /** Unparsed bytes of the current read: `#cur[#pos, #end)`. */
+  #cur: Buffer
+  #pos = 0
+  #end = 0
+  readonly #backlog: Backlog[] = []
+  /** The last read callback returned false (or reads came in since): the current read is held. */
+  #paused = false
+  #dead = false
+  /** The socket ended or closed while reads were still held: told once they are parsed. */
+  #closing: { eof: boolean } | undefined
+  #idleTimer: NodeJS.Timeout | undefined
+  #error: Error | undefined
+  reused = false
+
+  constructor(pool: ArtifactConnectionOwner, key: string, open: (onread: OnRead) => Socket) {
+    this.#pool = pool
+    this.key = key
+    this.#buf = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES)
+    this.#cur = this.#buf
+    this.socket = open({ buffer: () => this.#nextBuffer(), callback: (n, b) => this.#onRead(n, b) })
+    this.socket.setNoDelay(true)
+    this.socket.on('error', (error) => { this.#error ??= error })
+    this.socket.on('end', () => this.#onClose(true))
+    this.socket.on('close', () => this.#onClose(false))
+  }
+
+  #held(buf: Buffer): boolean {
+    return (this.#paused && this.#cur === buf) || this.#backlog.some((b) => b.buf === buf)
+  }
+
+  #nextBuffer(): Buffer {
+    if (!this.#held(this.#buf)) return this.#buf
+    this.#spare ??= Buffer.allocUnsafeSlow(SPARE_BUFFER_BYTES)
+    if (!this.#held(this.#spare)) return this.#spare
+    return Buffer.allocUnsafe(SPARE_BUFFER_BYTES)
+  }
+
+  #onRead(n: number, buf: Buffer): boolean {
+    const exchange = this.#exchange
+    if (exchange === undefined) {
+      // Bytes on an idle connection: nothing asked for them.
+      this.destroy()
+      return false
+    }
+    if (this.#paused) {
+      this.#backlog.push({ buf, end: n })
+      return false
+    }
+    this.#cur = buf
+    this.#pos = 0
+    this.#end = n
+    const more = exchange.received(buf, 0, n)
+    this.#paused = !more
+    return more
+  }
+
+  #onClose(eof: boolean): void {
+    const exchange = this.#exchange
+    this.#dead = true
+    this.#clearIdle()
+    this.#pool.forget(this)
+    if (exchange !== undefined && this.#paused && !exchange.finished) {
+      // Bytes already read come first: the close is told once they are parsed.
+      this.#closing = { eof: eof || (this.#closing?.eof ?? false) }
+      return
+    }
+    if (exchange !== undefined) exchange.closed(eof, this.#error)
+    if (!this.socket.destroyed) this.socket.destroy()
+  }
+
+  get dead(): boolean { return this.#dead || this.socket.destroyed }
+
+  /** Where parsing stopped in the current read. */
+  consumed(pos: number): void {
+    this.#pos = pos
+  }
+
+  /** Parses held reads in order; true once all are parsed (the socket may read again). */
+  pump(exchange: ArtifactExchange): boolean {
+    for (;;) {
+      if (!exchange.pump(this.#cur, this.#pos, this.#end)) return false
+      const next = this.#backlog.shift()
+      if (next === undefined) break
+      this.#cur = next.buf
+      this.#pos = 0
+      this.#end = next.end
+    }
+    this.#paused = false
+    const closing = this.#closing
+    if (closing !== undefined && this.#exchange === exchange) {
+      this.#closing = undefined
+      exchange.closed(closing.eof, this.#error)
+      if (!this.socket.destroyed) this.socket.destroy()
+      return false
+    }
+    return true
+  }
+
+  read(): void {
+    this.#paused = false
+    // A read callback that returned false stopped the handle; resume() starts it again.
+    if (!this.#dead) this.socket.resume()
+  }
+
+  begin(exchange: ArtifactExchange, request: string): void {
+    this.#clearIdle()
+    this.#exchange = exchange
+    this.#pos = 0
+    this.#end = 0
+    this.socket.write(request, 'latin1')
+    this.read()
+  }
+
+  /** The exchange ended: keep the connection for the next one, or close it. */
+  release(keepAlive: boolean, hintMs: number | undefined): void {
+    this.#exchange = undefined
+    if (!keepAlive || this.#dead) { this.destroy(); return }
+    this.reused = true
+    this.#pos = 0
+    this.#end = 0
+    this.read() // an idle connection reads, to notice the server closing it
+    this.#pool.park(this, hintMs)
+  }
+
+  setIdle(ms: number, onExpire: () => void): void {
+    this.#clearIdle()
+    this.#idleTimer = setTimeout(onExpire, ms)
+    this.#idleTimer.unref()
+  }
+
+  #clearIdle(): void {
+    if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer)
+    this.#idleTimer = undefined
+  }
+
+  destroy(): void {
+    this.#dead = true
+    this.#clearIdle()
+    this.#pool.forget(this)
+    this.socket.destroy()
+  }
+}
