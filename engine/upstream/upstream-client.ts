@@ -2,7 +2,7 @@
  * The HTTP client of one upstream registry (SPEC.md 1.3, 4.2, 4.4, 5, 8):
  * behind the upstream's egress guard, one undici Agent (a keep-alive Pool per
  * origin) for metadata and the relay's own keep-alive connections for
- * artifacts (artifact-response.ts says why). Two reads go through it:
+ * artifacts (artifact-connection-pool.ts says why). Two reads go through it:
  *
  * - `fetchDocument`: a metadata document, decompressed as a stream under the
  *   ingest ceiling, chunk by chunk through the caller's `onChunk` (where the
@@ -222,7 +222,7 @@ export class UpstreamClient {
       ...(options.keepAliveTimeoutMs === undefined ? {} : { keepAliveTimeout: options.keepAliveTimeoutMs }),
       ...(options.connections === undefined ? {} : { connections: options.connections }),
     })
-    // Artifacts have connections of their own (artifact-response.ts says why), under the same guard and timeouts.
+    // Artifacts have connections of their own (artifact-connection-pool.ts says why), under the same guard and timeouts.
     this.#artifacts = new ArtifactConnections({
       timeouts,
       ...(options.keepAliveTimeoutMs === undefined ? {} : { keepAliveMs: options.keepAliveTimeoutMs }),

@@ -19,7 +19,7 @@
  * - The client going away destroys the upstream body, which aborts the
  *   upstream request and closes its socket.
  *
- * Two sources: an artifact body from engine/upstream/artifact-response.ts
+ * Two sources: an artifact body from engine/upstream/artifact-body.ts
  * is relayed by `relayArtifact` (views of its connection's read buffer,
  * nothing allocated per chunk: the throughput path); any other Readable by
  * the 'data'/pause/resume loop below.
@@ -225,7 +225,7 @@ export function relayStream(exchange: Exchange, source: RelaySource, options: Re
 
 /**
  * The same contract for an artifact body read straight off its upstream
- * connection (engine/upstream/artifact-response.ts): each chunk is a view of
+ * connection (engine/upstream/artifact-connection.ts): each chunk is a view of
  * the connection's read buffer, handed to uWS as it is. A chunk uWS could not
  * take in full is kept, with the write offset it started at, and the
  * connection reads nothing more until `onWritable` has sent the rest and the

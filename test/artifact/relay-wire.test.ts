@@ -1,5 +1,5 @@
 /**
- * The artifact relay's own upstream connections (engine/upstream/artifact-response.ts)
+ * The artifact relay's own upstream connections (engine/upstream/artifact-connection-pool.ts)
  * against raw TCP servers that control every byte: framing across reads
  * (a split head, a 100 Continue, a chunked body in tiny pieces, a body that
  * runs until the connection closes), keep-alive
