@@ -348,12 +348,11 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
    * parse (then #key holds its raw-string key: it can only match an explicit
    * list, and remediates nothing).
    *
-   * A strict SemVer string with a pre-release or build part (react's
-   * `0.0.0-experimental-…`, `19.1.0-canary-…`) gets only the key of its
-   * MAJOR.MINOR.PATCH at first: writing a long pre-release is most of a
-   * lookup's cost, and most comparisons are settled by the first three
-   * numbers. #compareQuery writes the whole key the first time a comparison
-   * reaches past them. The prefix is exact: STRICT_SEMVER accepts only
+   * A strict SemVer string gets only the key of its MAJOR.MINOR.PATCH at
+   * first: writing the whole key (a long pre-release above all, react's
+   * `0.0.0-experimental-…`) is most of a lookup's cost, and most comparisons
+   * are settled by the first three numbers. #compareQuery writes the whole
+   * key the first time a comparison reaches past them. The prefix is exact: STRICT_SEMVER accepts only
    * strings that writeVersionKey's strict path accepts, and that path starts
    * the key with the three digit runs, each written by KeyWriter.numberFrom
    * (version-key.ts), as here.
@@ -368,7 +367,7 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
         if (c === 0x2d || c === 0x2b) break
         end++
       }
-      if (end < version.length && STRICT_SEMVER.test(version)) {
+      if (STRICT_SEMVER.test(version)) {
         // The three numbers as the strict path writes them (each digit run, leading zeros dropped), without what follows.
         const minor = version.indexOf('.')
         const patch = version.indexOf('.', minor + 1)

@@ -12,6 +12,7 @@ export class RecentMemo<K, V> {
   readonly #capacity: number
   readonly #equal: (a: K, b: K) => boolean
   #next = 0
+  #last = 0
 
   constructor(capacity: number, equal: (a: K, b: K) => boolean) {
     this.#capacity = capacity
@@ -20,7 +21,15 @@ export class RecentMemo<K, V> {
 
   get(key: K): V | undefined {
     const keys = this.#keys
-    for (let i = 0; i < keys.length; i++) if (this.#equal(key, keys[i] as K)) return this.#values[i]
+    // The pair found last first: consecutive versions mostly repeat it.
+    const last = this.#last
+    if (last < keys.length && this.#equal(key, keys[last] as K)) return this.#values[last]
+    for (let i = 0; i < keys.length; i++) {
+      if (i !== last && this.#equal(key, keys[i] as K)) {
+        this.#last = i
+        return this.#values[i]
+      }
+    }
     return undefined
   }
 
