@@ -11,9 +11,9 @@ import type { MessagePort } from 'node:worker_threads'
 import { Piscina } from 'piscina'
 import type { Ecosystem } from '../engine/advisory/database.js'
 import type { ErrorCode } from '../engine/errors.js'
-import type { MergeCounts, SelectedVersion, VersionObservation, Withholding, Decide } from '../engine/packument/merge.js'
+import type { Decide } from '../engine/packument/merge.js'
 import type { StructureLimits } from '../engine/packument/scanner.js'
-import type { RuleKind } from '../engine/policy/decision.js'
+import type { PackumentOutcome } from '../engine/packument/pipeline.js'
 
 /**
  * Where the worker gets its gate. `module` is a file URL of an ES module that
@@ -71,19 +71,9 @@ export interface SerializedError {
   readonly retryAfter: number | undefined
 }
 
+/** The in-process outcome, with the body as the ArrayBuffer that crosses the thread boundary (transferred). */
 export type PackumentTaskResult =
-  | {
-    readonly ok: true
-    /** The synthesized document; transferred. Absent when `withholding` says nothing survived. */
-    readonly body: ArrayBuffer | undefined
-    readonly etag: string | undefined
-    readonly counts: MergeCounts
-    readonly selected: readonly SelectedVersion[]
-    readonly observations: readonly VersionObservation[]
-    readonly advisoryAnswered: readonly RuleKind[]
-    readonly withholding: Withholding | undefined
-    readonly basisBytes: number
-  }
+  | ({ readonly ok: true; readonly body: ArrayBuffer | undefined } & Omit<PackumentOutcome, 'body'>)
   | { readonly ok: false; readonly error: SerializedError }
 
 /** A value and the objects to transfer with it, in piscina's Transferable shape. */
