@@ -7,7 +7,10 @@
 import { Agent, request, type Dispatcher } from 'undici'
 import { RecordingLogger } from '../../engine/log/logger.js'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
-import type { Decision, Verdict, VersionFacts } from '../../engine/policy/decision.js'
+import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import { decision } from '../helpers/decisions.js'
+
+export { decision }
 import { FrontDoor } from '../../server/http/front-door.js'
 import { ArtifactCounters } from '../../server/routes/artifact-counters.js'
 import { createArtifactHandler, type ArtifactRouteDeps } from '../../server/routes/artifact-route.js'
@@ -15,18 +18,6 @@ import { mountFallback, mountJs } from '../../server/routes/js-mount.js'
 
 interface Teardown { teardown(fn: () => unknown): void }
 
-export function decision(verdict: Verdict, extra: Partial<Decision> = {}): Decision {
-  return {
-    verdict,
-    rule: verdict === 'admit' ? 'AllowIfOlderThan' : undefined,
-    ruleIndex: verdict === 'admit' ? 0 : undefined,
-    reason: verdict === 'admit' ? 'quarantine' : 'default',
-    evidence: [],
-    skipped: [],
-    advisory: [],
-    ...extra,
-  }
-}
 
 export interface RouteKit {
   readonly origin: string

@@ -1,7 +1,10 @@
 /** Shared helpers of the packument tests: fixtures, chunking, decisions. */
 import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
-import type { Decision, Verdict, VersionFacts } from '../../engine/policy/decision.js'
+import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import { decision } from '../helpers/decisions.js'
+
+export { decision }
 import { sharedDataPath } from '../peers/shared-data.js'
 
 export const PACKUMENT_DIR = sharedDataPath('npm-packuments', 'raw')
@@ -32,18 +35,6 @@ export function chunked(bytes: Uint8Array, size: number): Uint8Array[] {
   return out
 }
 
-export function decision(verdict: Verdict, extra: Partial<Decision> = {}): Decision {
-  return {
-    verdict,
-    rule: verdict === 'admit' ? 'AllowIfOlderThan' : undefined,
-    ruleIndex: verdict === 'admit' ? 0 : undefined,
-    reason: verdict === 'admit' ? 'quarantine' : 'default',
-    evidence: [],
-    skipped: [],
-    advisory: [],
-    ...extra,
-  }
-}
 
 export const admitAll = (): Decision => decision('admit')
 
