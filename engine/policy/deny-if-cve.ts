@@ -10,7 +10,7 @@
 import type { AdvisoryMatch } from '../advisory/database.js'
 import type { Phase } from './decision.js'
 import { RecentMemo } from './recent-memo.js'
-import { CONSULTED, faultDetail, sameMatches, unavailableOutcomes, type Rule, type RuleOutcome } from './rule.js'
+import { affectingOrOutcome, CONSULTED, sameMatches, unavailableOutcomes, type Rule, type RuleOutcome } from './rule.js'
 import type { DenyIfCveConfig } from './rule-schema.js'
 
 export function denyIfCve(config: DenyIfCveConfig, phases: ReadonlySet<Phase>): Rule {
@@ -22,15 +22,8 @@ export function denyIfCve(config: DenyIfCveConfig, phases: ReadonlySet<Phase>): 
     phases,
     onUnavailable: config.onUnavailable ?? 'refuse',
     evaluate(facts, scope): RuleOutcome {
-      const access = scope.advisory()
-      if (access.state === 'expired') return { kind: 'expired', detail: access.detail, ageSeconds: access.ageSeconds, maxAgeSeconds: access.maxAgeSeconds }
-      if (access.state === 'unavailable') return unavailable(access)
-      let matches
-      try {
-        matches = scope.affecting(access.database)
-      } catch (error) {
-        return { kind: 'unavailable', cause: 'lookup_fault', detail: faultDetail(error) }
-      }
+      const matches = affectingOrOutcome(scope, unavailable)
+      if (!Array.isArray(matches)) return matches as RuleOutcome
       if (matches.length === 0) return CONSULTED
       const known = denies.get(matches)
       if (known !== undefined) return known

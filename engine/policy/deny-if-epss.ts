@@ -8,10 +8,10 @@
  * 3.1), and should one be handed over anyway the rule reports it as
  * unavailable (`no_database`) instead of reading absent scores as zero.
  */
-import type { AdvisoryMatch } from '../advisory/database.js'
+import type { AdvisoryDatabase, AdvisoryMatch } from '../advisory/database.js'
 import type { Phase } from './decision.js'
 import { RecentMemo } from './recent-memo.js'
-import { CONSULTED, faultDetail, sameMatches, unavailableOutcomes, type Rule, type RuleOutcome } from './rule.js'
+import { affectingOrOutcome, CONSULTED, sameMatches, unavailableOutcomes, type Rule, type RuleOutcome } from './rule.js'
 import type { DenyIfEpssConfig } from './rule-schema.js'
 
 const NO_EPSS: RuleOutcome = Object.freeze({
@@ -19,6 +19,9 @@ const NO_EPSS: RuleOutcome = Object.freeze({
   cause: 'no_database',
   detail: 'the advisory database carries no EPSS scores (epss_status is not available)',
 })
+
+const withoutEpss = (database: AdvisoryDatabase): RuleOutcome | undefined =>
+  (database.metadata.epssStatus === 'available' ? undefined : NO_EPSS)
 
 export function denyIfEpss(config: DenyIfEpssConfig, phases: ReadonlySet<Phase>): Rule {
   const threshold = config.threshold
@@ -30,16 +33,8 @@ export function denyIfEpss(config: DenyIfEpssConfig, phases: ReadonlySet<Phase>)
     phases,
     onUnavailable: config.onUnavailable ?? 'refuse',
     evaluate(facts, scope): RuleOutcome {
-      const access = scope.advisory()
-      if (access.state === 'expired') return { kind: 'expired', detail: access.detail, ageSeconds: access.ageSeconds, maxAgeSeconds: access.maxAgeSeconds }
-      if (access.state === 'unavailable') return unavailable(access)
-      if (access.database.metadata.epssStatus !== 'available') return NO_EPSS
-      let matches
-      try {
-        matches = scope.affecting(access.database)
-      } catch (error) {
-        return { kind: 'unavailable', cause: 'lookup_fault', detail: faultDetail(error) }
-      }
+      const matches = affectingOrOutcome(scope, unavailable, withoutEpss)
+      if (!Array.isArray(matches)) return matches as RuleOutcome
       if (matches.length === 0) return CONSULTED
       const known = outcomes.get(matches)
       if (known !== undefined) return known

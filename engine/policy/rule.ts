@@ -86,6 +86,30 @@ export function unavailableOutcomes(): (access: Extract<AdvisoryAccess, { state:
   }
 }
 
+/**
+ * The opening every advisory deny shares: the advisories affecting the
+ * version, or the outcome when the database cannot answer (a push past its
+ * maximum age, no usable database, a lookup fault). `refuse` lets a rule turn
+ * away a database it cannot use (DenyIfEpss without EPSS scores) before the
+ * lookup. An outcome is an object, the matches an array.
+ */
+export function affectingOrOutcome(
+  scope: RuleScope,
+  unavailable: ReturnType<typeof unavailableOutcomes>,
+  refuse?: (database: AdvisoryDatabase) => RuleOutcome | undefined,
+): readonly AdvisoryMatch[] | RuleOutcome {
+  const access = scope.advisory()
+  if (access.state === 'expired') return { kind: 'expired', detail: access.detail, ageSeconds: access.ageSeconds, maxAgeSeconds: access.maxAgeSeconds }
+  if (access.state === 'unavailable') return unavailable(access)
+  const refused = refuse?.(access.database)
+  if (refused !== undefined) return refused
+  try {
+    return scope.affecting(access.database)
+  } catch (error) {
+    return { kind: 'unavailable', cause: 'lookup_fault', detail: faultDetail(error) }
+  }
+}
+
 /** Describes a thrown lookup fault without its stack, for the outage log. */
 export function faultDetail(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error)

@@ -1,6 +1,6 @@
 import type { Decision, Verdict } from '../../engine/policy/decision.js'
 
-/** A Decision of the given verdict, as a rule list's evaluator would hand it back, for tests that stub the gate. */
+/** A Decision of the given verdict, as a rule list's evaluator would hand it back, for tests that stand in for the rule evaluator. */
 export function decision(verdict: Verdict, extra: Partial<Decision> = {}): Decision {
   return {
     verdict,
