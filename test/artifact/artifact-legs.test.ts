@@ -4,7 +4,7 @@
  * floor, the tarball-host policy and the egress guard, conditional requests,
  * HEAD, the relay judgement and the mirror job (SPEC.md 4.4, 5, 6.1).
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LookupAddress } from 'node:dns'
@@ -26,14 +26,13 @@ function selected(tarball: string, extra: Partial<SelectedArtifact> = {}): Selec
 }
 
 /** An https public upstream serving TARBALL at /a/-/a-1.0.0.tgz with an ETag. */
-async function publicUpstream(t: Parameters<Parameters<typeof tap.test>[1]>[0], body: Buffer = TARBALL) {
+async function publicUpstream(t: Test, body: Buffer = TARBALL) {
   return startServer(t, (req, res) => {
     if (req.headers['if-none-match'] === '"v1"') { res.writeHead(304, { etag: '"v1"' }); res.end(); return }
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.byteLength, etag: '"v1"', 'set-cookie': 'a=b' })
     res.end(req.method === 'HEAD' ? undefined : body)
   }, ca)
 }
-const tap = t
 
 t.test('public leg: a clean GET relays the bytes and enqueues exactly one job; HEAD and 304 enqueue none', async (t) => {
   const up = await publicUpstream(t)

@@ -56,7 +56,8 @@ t.test('npm and pnpm install through the proxy; a denied version is never instal
     const ws = await createClientWorkspace({ 'e2e-util': '1.2.0' })
     t.teardown(() => ws.remove())
     const run = await npmInstall(ws, target, { allowFailure: true })
-    t.not(run.code, 0)
+    t.not(run.exitCode, 0)
+    t.not(run.exitCode, null, 'npm exited by itself, not by a signal')
     t.match(`${run.stdout}\n${run.stderr}`, /ETARGET|No matching version|notarget/i)
   })
 

@@ -52,7 +52,7 @@ export async function startTestProxy(t: Teardown, options: StartOptions = {}): P
   const dir = await mkdtemp(join(tmpdir(), 'proxy-test-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   // One core: tests start many proxies on a shared 2-core machine.
-  const document = { mounts: OFFLINE_JS_MOUNT, runtime: { cores: 1 }, queue: { path: join(dir, 'queue') }, store: { path: join(dir, 'store') }, ...options.document }
+  const document: Record<string, unknown> = { mounts: OFFLINE_JS_MOUNT, runtime: { cores: 1 }, queue: { path: join(dir, 'queue') }, store: { path: join(dir, 'store') }, ...options.document }
   const server = { host: '127.0.0.1', ...(document['server'] as object | undefined), port, baseUrl: `http://127.0.0.1:${port}` }
   const file = join(dir, 'config.yaml')
   await writeFile(file, YAML.stringify({ ...document, server }))
