@@ -161,14 +161,16 @@ export class ArtifactExchange implements ArtifactBodySource {
     const { statusCode: code, headers } = head
     if (code < 200) return // 1xx: informational; the real head follows
 
+    // The head is done only once its framing is accepted: a refusal before
+    // that settles the head promise with the error (fail() below), so the
+    // caller always gets an answer (a private leg falls through).
+    const refused = this.#framing.start(this.#method, code, headers)
+    if (refused !== undefined) { this.fail(badResponse(this.#upstream, refused)); return }
     this.#headDone = true
     const connection = (headers['connection'] ?? '').toLowerCase()
     this.#keepAlive = head.minor === '1' && !/(^|,)\s*close\s*(,|$)/.test(connection)
     const hint = /timeout=(\d+)/.exec(headers['keep-alive'] ?? '')
     if (hint !== null) this.#keepAliveHintMs = Number(hint[1]) * 1000
-    const refused = this.#framing.start(this.#method, code, headers)
-    if (refused !== undefined) { this.fail(badResponse(this.#upstream, refused)); return }
-    if (this.#framing.state === 'until-close') this.#keepAlive = false
     if (this.#framing.state === 'done') {
       // Bodiless: HEAD, 204 or 304.
       this.#disarm()
@@ -201,10 +203,6 @@ export class ArtifactExchange implements ArtifactBodySource {
   /** The socket ended (EOF) or closed. */
   closed(eof: boolean, error: Error | undefined): void {
     if (this.#finished) return
-    if (eof && this.#headDone && this.#framing.state === 'until-close') {
-      this.#complete(0, 0)
-      return
-    }
     if (!this.#received && this.#conn.reused) {
       this.fail(new StaleConnection('the kept-alive connection closed before answering'))
       return

@@ -5,6 +5,7 @@
  * artifact-connection-pool.ts (which says why they are hand-written).
  */
 import type { ArtifactBody } from './artifact-body.js'
+import { FIELD_VALUE } from './http-field-syntax.js'
 
 /**
  * Response headers relayed to the client. `content-encoding` is kept beside
@@ -27,12 +28,14 @@ export interface ArtifactResponse {
   readonly body: ArtifactBody | null
 }
 
+/** The allowlisted headers only, each value checked again: one that breaks RFC 9110's field syntax is dropped. */
 export function pickSafeHeaders(headers: Readonly<Record<string, string | string[] | undefined>>): Partial<Record<SafeArtifactHeader, string>> {
   const out: Partial<Record<SafeArtifactHeader, string>> = {}
   for (const name of SAFE_ARTIFACT_HEADERS) {
     const value = headers[name]
     if (value === undefined) continue
-    out[name] = Array.isArray(value) ? value.join(', ') : value
+    const joined = Array.isArray(value) ? value.join(', ') : value
+    if (FIELD_VALUE.test(joined)) out[name] = joined
   }
   return out
 }

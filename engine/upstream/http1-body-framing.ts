@@ -1,11 +1,18 @@
 /**
  * Where an HTTP/1.1 response body ends (RFC 9112 section 6): none (HEAD, 204,
- * 304), content-length, chunked, or until the server closes. Apart from the
+ * 304), content-length or chunked; a body that runs until the server
+ * closes is refused (see `start`). Apart from the
  * exchange so the framing rules read as one state machine; it finds body
  * bytes as views of the read buffer and allocates nothing per chunk.
  */
 
-export type BodyState = 'length' | 'chunk-size' | 'chunk-data' | 'chunk-crlf' | 'trailers' | 'until-close' | 'done'
+import { CONTENT_LENGTH } from './http-field-syntax.js'
+
+export type BodyState = 'length' | 'chunk-size' | 'chunk-data' | 'chunk-crlf' | 'trailers' | 'done'
+
+export type FramingRefusal = 'unsupported transfer-encoding' | 'malformed content-length' | 'body delimited by close'
+
+// A repeated Content-Length arrives joined with ', ' and so fails CONTENT_LENGTH.
 
 /** A chunk-size or trailer line longer than this is refused. */
 const MAX_LINE_BYTES = 4 * 1024
@@ -24,21 +31,33 @@ export class BodyFraming {
   /** A content-length body with nothing left to read: it ends here. */
   get lengthReached(): boolean { return this.#state === 'length' && this.#remaining === 0 }
 
-  /** Picks the framing from the head; a string is the reason the head is refused. */
-  start(method: string, statusCode: number, headers: Readonly<Record<string, string>>): 'unsupported transfer-encoding' | 'malformed content-length' | undefined {
+  /**
+   * Picks the framing from the head; a string is the reason the head is
+   * refused. A Content-Length is checked on every answer, bodiless ones
+   * included: a HEAD or 304 reports it to the client, so a malformed one
+   * (negative, not a number, repeated, past 15 digits) is refused, never
+   * turned into a length (RFC 9112 section 6.3 items 3 and 5).
+   */
+  start(method: string, statusCode: number, headers: Readonly<Record<string, string>>): FramingRefusal | undefined {
     const coding = headers['transfer-encoding']
     const length = headers['content-length']
+    if (length !== undefined && !CONTENT_LENGTH.test(length)) return 'malformed content-length'
+    if (coding !== undefined && length !== undefined) return 'unsupported transfer-encoding'
     if (method === 'HEAD' || statusCode === 204 || statusCode === 304) {
       this.#state = 'done'
     } else if (coding !== undefined) {
-      if (length !== undefined || !/(^|,)\s*chunked\s*$/i.test(coding)) return 'unsupported transfer-encoding'
+      // chunked alone: any other coding would reach the client re-framed but still encoded.
+      if (!/^chunked$/i.test(coding)) return 'unsupported transfer-encoding'
       this.#state = 'chunk-size'
     } else if (length !== undefined) {
-      if (!/^\d{1,15}$/.test(length)) return 'malformed content-length'
       this.#state = 'length'
       this.#remaining = Number(length)
     } else {
-      this.#state = 'until-close'
+      // RFC 9112 section 6.3 item 8: the body would end when the connection
+      // closes. A cut cannot be told from that end: Node reports a TLS
+      // close_notify and a bare TCP FIN alike (both are 'end'), so a
+      // truncated body would pass as whole and be mirrored. Refused.
+      return 'body delimited by close'
     }
     return undefined
   }
@@ -63,10 +82,6 @@ export class BodyFraming {
         this.pos = p + take
         if (state === 'chunk-data' && this.#remaining === 0) this.#state = 'chunk-crlf'
         return buf.subarray(p, p + take)
-      }
-      case 'until-close': {
-        this.pos = end
-        return buf.subarray(p, end)
       }
       case 'chunk-crlf': {
         const expected = this.#crlf === 0 ? 0x0d : 0x0a

@@ -8,9 +8,9 @@
 /** A response head larger than this is refused (undici's default too). */
 const MAX_HEAD_BYTES = 64 * 1024
 const CRLF2 = Buffer.from('\r\n\r\n')
-const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: [^\r\n]*)?$/
-/** RFC 9110's token: a valid header name, in responses and in the requests we write. */
-export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+import { FIELD_VALUE, HEADER_NAME } from './http-field-syntax.js'
+
+export { HEADER_NAME }
 
 /** A head found in full: its text (without the blank line) and where the bytes after it start. */
 export interface HeadFound { readonly text: string, readonly rest: number }
@@ -66,8 +66,30 @@ export interface ResponseHead {
   readonly headers: Record<string, string>
 }
 
-/** Parses a head's text; a string is the reason it is malformed. */
-export function parseResponseHead(text: string): ResponseHead | 'malformed status line' | 'malformed header' {
+export type HeadRefusal = 'malformed status line' | 'malformed header'
+
+/**
+ * RFC 9112 section 4: reason-phrase = 1*( HTAB / SP / VCHAR / obs-text ).
+ * The phrase is optional here, as llhttp reads it.
+ */
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/
+/** SP and HTAB only: RFC 9112's OWS, unlike String.prototype.trim's whitespace. */
+function trimOws(value: string): string {
+  let start = 0
+  let end = value.length
+  while (start < end && (value.charCodeAt(start) === 0x20 || value.charCodeAt(start) === 0x09)) start++
+  while (end > start && (value.charCodeAt(end - 1) === 0x20 || value.charCodeAt(end - 1) === 0x09)) end--
+  return value.slice(start, end)
+}
+
+/**
+ * Parses a head's text (latin1, without its blank line); a string is the
+ * reason it is refused. Strict per RFC 9112: a line is ended by CRLF only,
+ * so a bare CR or LF anywhere is refused, as is obs-fold (a line starting
+ * with SP or HTAB, section 5.2), whitespace between a name and its colon
+ * (section 5.1), and a control byte in a value.
+ */
+export function parseResponseHead(text: string): ResponseHead | HeadRefusal {
   const lines = text.split('\r\n')
   const status = STATUS_LINE.exec(lines[0] ?? '')
   if (status === null) return 'malformed status line'
@@ -77,7 +99,12 @@ export function parseResponseHead(text: string): ResponseHead | 'malformed statu
     const colon = line.indexOf(':')
     const name = colon <= 0 ? '' : line.slice(0, colon).toLowerCase()
     if (!HEADER_NAME.test(name)) return 'malformed header'
-    const value = line.slice(colon + 1).trim()
+    const raw = line.slice(colon + 1)
+    const value = trimOws(raw)
+    if (!FIELD_VALUE.test(value)) return 'malformed header'
+    // A length is digits and spaces only, as llhttp reads it: an HTAB there
+    // is refused by Node's parser, so a relay between the two must refuse it too.
+    if (name === 'content-length' && raw.includes('\t')) return 'malformed header'
     const prior = headers[name]
     headers[name] = prior === undefined ? value : `${prior}, ${value}`
   }

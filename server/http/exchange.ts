@@ -15,6 +15,7 @@
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
 import type { ServiceError } from '../../engine/errors.js'
+import { CONTENT_LENGTH, isValidField } from '../../engine/upstream/http-field-syntax.js'
 import { statusLine } from './status-text.js'
 
 export type CloseReason = 'completed' | 'aborted' | 'cut'
@@ -86,8 +87,9 @@ export class Exchange {
       if (options.head === true) {
         // uWS writes the reported length itself; a second content-length header would be invalid.
         const { 'content-length': length, ...rest } = headers
-        if (length === undefined) {
+        if (length === undefined || !CONTENT_LENGTH.test(length)) {
           // uWS refuses an undefined length: without one (a 304), our own header asks the client to close.
+          // A malformed one is never passed on: uWS would read '-5' as 2^64 - 5.
           this.#writeHead(status, rest, draining)
           this.#res.endWithoutBody()
         } else {
@@ -185,7 +187,9 @@ export class Exchange {
     for (const name in headers) {
       const value = headers[name]
       // uWS writes Content-Length itself (from end, tryEnd or endWithoutBody); a second one is invalid.
-      if (value !== undefined && name !== 'content-length') this.#res.writeHeader(name, value)
+      // Every field is checked here, the one place headers leave: uWS writes
+      // bytes as given, so a CR or LF in a value would split the response.
+      if (value !== undefined && name !== 'content-length' && isValidField(name, value)) this.#res.writeHeader(name, value)
     }
     if (closeHeader) this.#res.writeHeader('connection', 'close')
     this.#headersSent = true
