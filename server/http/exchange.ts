@@ -44,7 +44,7 @@ export class Exchange {
   #inHandler = true
   #headersSent = false
   readonly #onClose: ((reason: CloseReason) => void)[] = []
-  #onWritable: (() => void) | undefined
+  #onWritable: ((offset: number) => boolean | void) | undefined
 
   constructor(res: HttpResponse, req: HttpRequest, hooks: ExchangeHooks) {
     this.#res = res
@@ -54,7 +54,12 @@ export class Exchange {
     this.path = req.getUrl()
     this.query = req.getQuery() ?? ''
     const headers = new Map<string, string>()
-    req.forEach((key, value) => { headers.set(key, value) })
+    // A repeated field is one list (RFC 9110 section 5.3): joined, never last-wins,
+    // so a check reads every Via element and sees two Content-Lengths as two.
+    req.forEach((key, value) => {
+      const prior = headers.get(key)
+      headers.set(key, prior === undefined ? value : `${prior}${key === 'cookie' ? '; ' : ', '}${value}`)
+    })
     this.headers = headers
     this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
   }
@@ -151,15 +156,40 @@ export class Exchange {
     return this.#closed ? 0 : this.#res.getWriteOffset()
   }
 
-  /** Registers the single drain callback used while paused on backpressure. */
-  onWritable(fn: () => void): void {
+  /**
+   * Registers the single drain callback used while paused on backpressure.
+   * `fn` gets uWS's write offset and returns false when it is still held
+   * back (uWS then calls again on the next drain); nothing runs once closed.
+   */
+  onWritable(fn: (offset: number) => boolean | void): void {
     if (this.#onWritable === undefined) {
-      this.#res.onWritable(() => {
-        this.#onWritable?.()
-        return true
+      this.#res.onWritable((offset) => {
+        if (this.#closed) return true
+        return this.#onWritable?.(offset) !== false
       })
     }
     this.#onWritable = fn
+  }
+
+  /**
+   * A complete response of known bytes, sent with backpressure: `tryEnd`
+   * until uWS has taken the last byte, resuming from `onWritable`, so uWS
+   * never holds an unsent copy outside the caller's accounting. Resolves
+   * when the exchange ends: the last byte written, or the client gone. A
+   * HEAD gets the status and headers (with the length) and no body.
+   */
+  respondBuffered(status: number, headers: Readonly<Record<string, string>>, body: Uint8Array, options: { head?: boolean } = {}): Promise<CloseReason> {
+    if (options.head === true) {
+      this.respond(status, { ...headers, 'content-length': String(body.byteLength) }, undefined, { head: true })
+    }
+    return new Promise((resolve) => {
+      this.onClose(resolve)
+      if (this.#closed) return
+      this.writeHead(status, headers)
+      const total = body.byteLength
+      const send = (offset: number): boolean => this.tryEnd(body.subarray(offset), total).ok
+      if (!send(0) && !this.#closed) this.onWritable(send)
+    })
   }
 
   /** Ends a streamed body of unknown length. */

@@ -8,6 +8,7 @@
 import { ServiceError } from '../../engine/errors.js'
 import type { Exchange } from '../http/exchange.js'
 import type { FrontDoor } from '../http/front-door.js'
+import { carriesHopMarker } from './hop-marker.js'
 import { matchJsRoute } from './js-routes.js'
 
 export interface JsMountHandlers {
@@ -36,7 +37,7 @@ export function mountJs(door: FrontDoor, options: JsMountOptions): void {
   const handle = (ex: Exchange): void | Promise<void> => {
     const head = ex.method === 'HEAD'
     const route = matchJsRoute(ex.method, ex.path)
-    if (route.kind !== 'ping' && route.kind !== 'not_found' && (ex.header('via') ?? '').includes(hopMarker)) {
+    if (route.kind !== 'ping' && route.kind !== 'not_found' && carriesHopMarker(ex.header('via'), hopMarker)) {
       ex.respondError(errors.loop, { head })
       return
     }

@@ -32,7 +32,8 @@ export function matchJsRoute(method: string, rawPath: string): JsRoute {
   if (split === undefined) return NOT_FOUND
   const [pkg, rest] = split
   if (rest.length === 0) {
-    if (method === 'GET') return { kind: 'packument', package: pkg }
+    // HEAD mirrors GET's status and headers without a body (RFC 9110 section 9.3.2).
+    if (method === 'GET' || method === 'HEAD') return { kind: 'packument', package: pkg }
     if (method === 'PUT') return { kind: 'publish', package: pkg }
     return NOT_FOUND
   }

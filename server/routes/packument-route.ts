@@ -35,11 +35,12 @@ export function etagMatches(ifNoneMatch: string | undefined, etag: string): bool
 export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exchange, pkg: string) => Promise<void> {
   const { service, gate, logger } = deps
   return async (ex, pkg) => {
+    const head = ex.method === 'HEAD'
     let packageName: string
     try {
       packageName = validatePackageName(pkg)
     } catch (error) {
-      ex.respondError(toServiceError(error, 'BAD_PACKAGE_NAME'))
+      ex.respondError(toServiceError(error, 'BAD_PACKAGE_NAME'), { head })
       return
     }
     const abbreviated = (ex.header('accept') ?? '').includes(ABBREVIATED_MEDIA_TYPE)
@@ -63,14 +64,15 @@ export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exc
         ex.respond(304, headers, undefined, { head: true })
         return
       }
-      ex.respond(200, { ...headers, 'content-type': abbreviated ? ABBREVIATED_MEDIA_TYPE : 'application/json' }, assembled.body)
+      // The charge is held until uWS has taken the last byte (the finally below), not until a copy is queued.
+      await ex.respondBuffered(200, { ...headers, 'content-type': abbreviated ? ABBREVIATED_MEDIA_TYPE : 'application/json' }, assembled.body, { head })
     } catch (error) {
       if (ex.closed) return
       const failure = isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })
       if (failure.status >= 500 && failure.code !== 'GATE_SHED') {
         logger.warn(PACKUMENT_REQUEST_FAILED, { package: packageName, code: failure.code, status: failure.status })
       }
-      ex.respondError(failure)
+      ex.respondError(failure, { head })
     } finally {
       admission?.release()
     }

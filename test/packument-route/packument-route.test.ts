@@ -56,6 +56,22 @@ t.test('packument route over real upstreams', async (t) => {
   const publicDoc = await upstreamDocument(pub, 'shared-pkg')
   const privateDoc = await upstreamDocument(priv, 'shared-pkg')
 
+  t.test('HEAD mirrors GET: the same status and headers, no body', async (t) => {
+    for (const accept of ['application/json', ABBREVIATED]) {
+      const got = await proxy.get('/js/shared-pkg', { accept })
+      const head = await proxy.fetch('HEAD', '/js/shared-pkg', { headers: { accept } })
+      t.equal(head.status, 200, accept)
+      t.equal(head.headers['etag'], got.headers['etag'], `${accept}: the same ETag`)
+      t.equal(head.headers['content-type'], got.headers['content-type'], `${accept}: the same type`)
+      t.equal(head.headers['content-length'], String(got.body.byteLength), `${accept}: the GET body's length`)
+      t.equal(head.body.byteLength, 0, `${accept}: no body`)
+    }
+    const missing = await proxy.fetch('HEAD', '/js/no-such-package-anywhere')
+    const missingGet = await proxy.get('/js/no-such-package-anywhere')
+    t.equal(missing.status, missingGet.status, 'a miss has the status GET has')
+    t.equal(missing.body.byteLength, 0)
+  })
+
   t.test('merge, private wins, rewrite, integrity, latest, time', async (t) => {
     const res = await proxy.get('/js/shared-pkg')
     t.equal(res.status, 200)
