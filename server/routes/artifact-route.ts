@@ -14,17 +14,23 @@
  *   the internal-range block and the tarball-host policy). The relay is
  *   judged on status and headers only; a clean GET relay enqueues one
  *   mirror job after the last byte is handed over, best effort.
+ * - On both legs an artifact is a 200, or a 304 when the client's request
+ *   was conditional. Any other success (206 to a request that asked for no
+ *   range, 304 to one that asked for no validation, 203...) is not the
+ *   artifact: the private leg falls through, the public leg answers 503.
  *
  * Neither leg is charged to the memory gate (SPEC.md 4.4a, 8.1).
  *
  * Decisions where SPEC.md is silent:
- * - A private 304 answers the client (its copy is current); it is not a miss.
+ * - A private 304 to a conditional request answers the client (its copy is
+ *   current); it is not a miss.
  * - The public leg maps a non-success it will not pass through to the serve
  *   error model: 404/410 a forwarded miss (404); 408, 429 and 5xx 503 with
  *   Retry-After; a redirect 500 (never followed); any other status 500.
  * - The gate runs before the integrity floor, so every public decision is
  *   observed by the outage tracker; both refusals are 403.
- * - A public 304 relays bodiless and enqueues nothing: no bytes were relayed.
+ * - A public 304 to a conditional request relays bodiless and enqueues
+ *   nothing: no bytes were relayed.
  */
 import { systemClock, type Clock } from '../../engine/clock.js'
 import { ServiceError, toServiceError } from '../../engine/errors.js'
@@ -123,12 +129,24 @@ function statusRefusal(status: number, upstream: string): ServiceError {
   const data = { upstream, status }
   if (status === 404 || status === 410) return new ServiceError('UPSTREAM_MISS', { message: 'no such artifact upstream', data })
   if (status === 408 || status === 429 || status >= 500) return new ServiceError('UPSTREAM_UNAVAILABLE', { data })
-  if (status >= 300 && status < 400) return new ServiceError('UPSTREAM_REDIRECT', { data })
+  if (status >= 300 && status < 400 && status !== 304) return new ServiceError('UPSTREAM_REDIRECT', { data })
+  // A success that is not the artifact (206, an unprompted 304, 203...): transient from the client's side.
+  if (isSuccess(status) || status === 304) return new ServiceError('UPSTREAM_UNAVAILABLE', { data: { ...data, reason: 'not the whole artifact' } })
   return new ServiceError('UPSTREAM_REFUSED', { data })
 }
 
 function isSuccess(status: number): boolean {
   return status >= 200 && status < 300
+}
+
+/**
+ * The statuses that carry the artifact or vouch for the client's copy: 200,
+ * and 304 only to a conditional request. A 206 without a range asked for
+ * lacks part of the bytes (its Content-Range is not relayed), and an
+ * unprompted 304 carries none (RFC 9110 sections 15.3.7, 15.4.5).
+ */
+function isArtifactAnswer(status: number, conditional: boolean): boolean {
+  return status === 200 || (status === 304 && conditional)
 }
 
 const NO_SUCH_ARTIFACT = (): ServiceError => new ServiceError('UPSTREAM_MISS', { message: 'no such artifact upstream' })
@@ -197,7 +215,7 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
       return true
     }
     const status = response.statusCode
-    if (!isSuccess(status) && status !== 304) {
+    if (!isArtifactAnswer(status, options.conditional !== undefined)) {
       response.body?.destroy()
       counters.relay('private', 'miss')
       logger.debug(ARTIFACT_PRIVATE_MISS, { package: name, upstream, status })
@@ -290,12 +308,12 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
 
     const status = response.statusCode
     const where = { leg: 'public', package: name, version: selected.version, upstream, status }
-    if (status === 304) {
+    if (status === 304 && options.conditional !== undefined) {
       answerBodiless(exchange, response)
       counters.relay('public', 'bodiless')
       return
     }
-    if (!isSuccess(status)) {
+    if (!isArtifactAnswer(status, false)) {
       response.body?.destroy()
       counters.anomalous('status')
       counters.relay('public', 'miss')
@@ -304,7 +322,7 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
       return
     }
     const contentType = response.headers['content-type']
-    const anomalous = status !== 200 ? 'status' : visiblyNotArtifact(contentType) ? 'content_type' : undefined
+    const anomalous = visiblyNotArtifact(contentType) ? 'content_type' : undefined
     if (anomalous !== undefined) {
       counters.anomalous(anomalous)
       logger.warn(ARTIFACT_RELAY_ANOMALOUS, { ...where, reason: anomalous, ...(contentType === undefined ? {} : { contentType }) })

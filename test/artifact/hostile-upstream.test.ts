@@ -171,3 +171,28 @@ t.test('a malformed Content-Length on HEAD or 304 is refused, never turned into 
     t.equal(res.status, 200, `304, content-length ${length}: refused, the public leg answered`)
   }
 })
+
+t.test('a 206 or an unprompted 304 is not the artifact: the public leg answers 503 without a job, the private leg falls through', async (t) => {
+  const answers = {
+    '206 to a GET that asked for no range': `HTTP/1.1 206 Partial Content\r\ncontent-range: bytes 0-2/50000\r\ncontent-length: 3\r\n\r\nabc`,
+    '304 to a GET that asked for no validation': `HTTP/1.1 304 Not Modified\r\netag: "v"\r\n\r\n`,
+    '203 with a body': `HTTP/1.1 203 Non-Authoritative\r\ncontent-length: 3\r\n\r\nabc`,
+  }
+  const pub = await publicLeg(t)
+  for (const [name, answer] of Object.entries(answers)) {
+    const origin = await rawUpstream(t, answer, { tls: ca })
+    const { client } = makeClient(t, { url: origin, trusted: false, caPem: ca.caPem, allowInternalRanges: ['127.0.0.0/8'] })
+    const route = await startArtifactRoute(t, { publicClient: client, selectVersion: async () => selected(`${origin}/a/-/a-1.0.0.tgz`) })
+    const res = await route.get('/js/a/-/a-1.0.0.tgz')
+    t.equal(res.status, 503, `public ${name}: 503`)
+    t.ok(res.headers['retry-after'], `public ${name}: Retry-After`)
+    t.equal(route.jobs.length, 0, `public ${name}: no job`)
+
+    const privateOrigin = await rawUpstream(t, answer)
+    const priv = makeClient(t, { url: privateOrigin, trusted: true }).client
+    const both = await startArtifactRoute(t, { privateClient: priv, publicClient: pub.client, selectVersion: async () => selected(pub.tarball) })
+    const fell = await both.get('/js/a/-/a-1.0.0.tgz')
+    t.equal(fell.status, 200, `private ${name}: fell through`)
+    t.ok(fell.body.equals(TARBALL), `private ${name}: the public leg's whole artifact`)
+  }
+})
