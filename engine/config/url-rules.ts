@@ -11,7 +11,7 @@ export function urlProblem(raw: string, options: { httpsOnly?: boolean } = {}): 
   try {
     url = new URL(raw)
   } catch {
-    return `not a valid absolute URL: ${JSON.stringify(raw)}`
+    return `not a valid absolute URL: ${JSON.stringify(redactUnparsedUrl(raw))}`
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `must be an http or https URL, got ${url.protocol}`
   if (url.username !== '' || url.password !== '') return 'must not carry userinfo (a credential in the URL); use the secret setting instead'
@@ -20,6 +20,18 @@ export function urlProblem(raw: string, options: { httpsOnly?: boolean } = {}): 
   }
   if (options.httpsOnly === true && url.protocol !== 'https:') return 'must be https: public egress is https only, with certificate validation'
   return undefined
+}
+
+/**
+ * What a refusal may echo of a value that is not a URL at all: whatever
+ * could be userinfo (everything between `//` and an `@` before the path) is
+ * replaced, and query and fragment are dropped, so a mistyped URL never
+ * prints the password it carries.
+ */
+export function redactUnparsedUrl(raw: string): string {
+  const cut = raw.search(/[?#]/)
+  const base = cut === -1 ? raw : `${raw.slice(0, cut)}${raw[cut]}<redacted>`
+  return base.replace(/^([^/]*\/\/)[^/]*@/, '$1<redacted>@').replace(/^([^/:@]*:)?[^/:@]*:[^/@]*@/, '<redacted>@')
 }
 
 /** The URL with userinfo, query and fragment removed, for logs and provenance (SPEC.md 2.9). */

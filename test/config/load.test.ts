@@ -144,6 +144,22 @@ mounts:
   t.notMatch(JSON.stringify(found), /pw@/, 'the report does not echo the credential')
 })
 
+t.test('an unparsable URL is refused without echoing a credential it carries', async (t) => {
+  const file = await withDocument(t, `
+advisories: { epssFeedUrl: "ht tp://feed.example/?token=s3cret-query" }
+mounts:
+  js:
+    upstreams:
+      private: { url: "https://user:s3cret-pass@private example/" }
+      public: { url: "https://user:s3cret-other@[broken/" }
+`)
+  const found = problems(load(file))
+  t.match(found.find((p) => p.path === 'mounts.js.upstreams.private.url'), { message: /not a valid absolute URL/ })
+  t.match(found.find((p) => p.path === 'mounts.js.upstreams.public.url'), { message: /not a valid absolute URL/ })
+  t.match(found.find((p) => p.path === 'advisories.epssFeedUrl'), { message: /not a valid absolute URL/ })
+  t.notMatch(JSON.stringify(found), /s3cret/, 'no credential in the report')
+})
+
 t.test('an upstream that is this proxy itself is refused, naming the setting', async (t) => {
   const file = await withDocument(t, 'server: { port: 4873 }\n')
   const viaNpm = loadConfig({ configPath: file, env: {}, npmRegistry: () => 'https://localhost:4873/js/' })
