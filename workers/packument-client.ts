@@ -105,6 +105,7 @@ export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promis
     counts: result.counts,
     selected: result.selected,
     observations: result.observations,
+    dropped: result.dropped,
     advisoryAnswered: result.advisoryAnswered,
     withholding: result.withholding,
     basisBytes: result.basisBytes,

@@ -73,6 +73,7 @@ export default async function packumentTask(task: PackumentTaskInput): Promise<M
       counts: outcome.counts,
       selected: outcome.selected,
       observations: outcome.observations,
+      dropped: outcome.dropped,
       advisoryAnswered: outcome.advisoryAnswered,
       withholding: outcome.withholding,
       basisBytes,

@@ -29,6 +29,8 @@ function idOf(name: string): number {
 }
 
 export const KEY_DIST = idOf('dist')
+export const KEY_NAME = idOf('name')
+export const KEY_VERSION = idOf('version')
 export const KEY_SCRIPTS = idOf('scripts')
 export const KEY_TARBALL = idOf('tarball')
 export const KEY_INTEGRITY = idOf('integrity')

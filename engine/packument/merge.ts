@@ -15,6 +15,7 @@
  */
 import type { Ecosystem } from '../advisory/database.js'
 import { ServiceError } from '../errors.js'
+import { canonicalVersion } from '../npm/canonical-version.js'
 import type { Decision, RuleKind, VersionFacts } from '../policy/decision.js'
 import { newestSurvivingVersion } from './latest.js'
 import { memberString, type Member, type PackumentIndex, type VersionEntry } from './packument-index.js'
@@ -65,6 +66,23 @@ export interface Withholding {
   readonly maxAgeSeconds?: number
 }
 
+/**
+ * Why a public version was dropped before the gate: its key is no version
+ * npm reads (`unreadable_key`), or an alias of one (`alias_key`: `01.0.0`,
+ * `v1.0.0`, `1.0.0+b` name 1.0.0, which only its canonical key may carry);
+ * its manifest names another package (`name_mismatch`) or another version
+ * (`version_mismatch`) than its key.
+ */
+export type DropReason = 'unreadable_key' | 'alias_key' | 'name_mismatch' | 'version_mismatch'
+
+export interface DroppedVersion {
+  readonly version: string
+  readonly reason: DropReason
+}
+
+/** How many dropped versions a plan lists (all are counted): a hostile document must not make the answer grow. */
+export const MAX_DROPPED_LISTED = 32
+
 export interface MergeCounts {
   readonly keptPrivate: number
   readonly keptPublic: number
@@ -74,6 +92,8 @@ export interface MergeCounts {
   readonly superseded: number
   /** Public versions withheld because they carry no tarball URL the proxy could serve. */
   readonly unservable: number
+  /** Public versions dropped before the gate (DropReason); their artifacts are not selectable either. */
+  readonly dropped: number
 }
 
 /**
@@ -118,6 +138,8 @@ export interface MergePlan {
   /** Every gated public version with a tarball, admitted or not: the artifact route gates by file name again. */
   readonly selected: readonly SelectedVersion[]
   readonly observations: readonly VersionObservation[]
+  /** The first MAX_DROPPED_LISTED public versions dropped before the gate, with why. */
+  readonly dropped: readonly DroppedVersion[]
   /** Advisory rules that consulted the database successfully at least once (an outage may be over). */
   readonly advisoryAnswered: readonly RuleKind[]
   /** Set when no version survived and some public version was withheld. */
@@ -184,6 +206,15 @@ function checkName(index: PackumentIndex | undefined, packageName: string, upstr
   }
 }
 
+/** Why a public manifest cannot stand under its key, or undefined when it can (a missing name or version is not a disagreement). */
+function manifestDisagreement(index: PackumentIndex, entry: VersionEntry, packageName: string, version: string): DropReason | undefined {
+  const name = decodeSlice(index, entry.nameStart, entry.nameEnd, entry.namePlain)
+  if (name !== undefined && name !== packageName) return 'name_mismatch'
+  const own = decodeSlice(index, entry.versionStart, entry.versionEnd, entry.versionPlain)
+  if (own !== undefined && own !== version) return 'version_mismatch'
+  return undefined
+}
+
 function decodeSlice(index: PackumentIndex, start: number, end: number, plain: boolean): string | undefined {
   return start < 0 ? undefined : index.source.jsonString(start, end, plain)
 }
@@ -224,6 +255,12 @@ export function planMerge(input: MergeInput): MergePlan {
   let withheld = 0
   let superseded = 0
   let unservable = 0
+  let droppedCount = 0
+  const dropped: DroppedVersion[] = []
+  const drop = (version: string, reason: DropReason): void => {
+    droppedCount++
+    if (dropped.length < MAX_DROPPED_LISTED) dropped.push({ version, reason })
+  }
 
   const tarballOf = (index: PackumentIndex, entry: VersionEntry): Tarball | undefined => {
     const url = decodeSlice(index, entry.tarballStart, entry.tarballEnd, entry.tarballPlain)
@@ -252,8 +289,19 @@ export function planMerge(input: MergeInput): MergePlan {
 
   if (publicIndex !== undefined) {
     for (const [version, entry] of publicIndex.versions) {
+      // Every rule judges the version the client would install: only a canonical key is gated at all.
+      const canonical = canonicalVersion(version)
+      if (canonical !== version) {
+        drop(version, canonical === undefined ? 'unreadable_key' : 'alias_key')
+        continue
+      }
       if (survivors.has(version)) {
         superseded++
+        continue
+      }
+      const disagreement = manifestDisagreement(publicIndex, entry, packageName, version)
+      if (disagreement !== undefined) {
+        drop(version, disagreement)
         continue
       }
       const facts = new LazyVersionFacts(ecosystem, packageName, version, publicIndex)
@@ -342,7 +390,7 @@ export function planMerge(input: MergeInput): MergePlan {
   }
   modified ??= modifiedTime
 
-  const counts: MergeCounts = { keptPrivate, keptPublic, withheld, superseded, unservable }
+  const counts: MergeCounts = { keptPrivate, keptPublic, withheld, superseded, unservable, dropped: droppedCount }
   const prefixToken = JSON.stringify(rewriter.prefix)
   return {
     packageName,
@@ -355,8 +403,9 @@ export function planMerge(input: MergeInput): MergePlan {
     counts,
     selected,
     observations,
+    dropped,
     advisoryAnswered: [...answered],
-    withholding: versions.length === 0 ? withholdingOf(refusals, unservable) : undefined,
+    withholding: versions.length === 0 ? withholdingOf(refusals, unservable + droppedCount) : undefined,
   }
 }
 

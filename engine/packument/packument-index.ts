@@ -50,6 +50,13 @@ export class VersionEntry {
   shasumStart = -1
   shasumEnd = -1
   shasumPlain = false
+  /** The manifest's own `name` and `version` string tokens (-1: absent or not a string); the merge checks them against the key. */
+  nameStart = -1
+  nameEnd = -1
+  namePlain = false
+  versionStart = -1
+  versionEnd = -1
+  versionPlain = false
   /** First member of this manifest in the pool, in members (not integers). */
   memberFirst = 0
   memberCount = 0

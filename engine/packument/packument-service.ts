@@ -57,7 +57,7 @@ export interface PackumentServiceOptions {
   /** Changes when the rules or the serving advisory database change; part of the assembled key. */
   readonly generation: () => number
   /** Decisions the main thread must see (outage tracking). */
-  readonly observe: (outcome: PackumentOutcome) => void
+  readonly observe: (outcome: PackumentOutcome, packageName: string) => void
 }
 
 export interface PackumentRequest {
@@ -162,7 +162,7 @@ export class PackumentService {
     } catch (error) {
       throw mostRecoverable([...failures, isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })])
     }
-    this.#o.observe(outcome)
+    this.#o.observe(outcome, request.packageName)
     this.#retainSelected(request.packageName, outcome)
     if (outcome.body === undefined || outcome.etag === undefined) {
       const withheld = withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')

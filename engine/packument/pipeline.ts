@@ -6,7 +6,7 @@
 import type { Ecosystem } from '../advisory/database.js'
 import type { RuleKind } from '../policy/decision.js'
 import { derivedEtag, type UpstreamEtags } from './derived-etag.js'
-import { planMerge, type Decide, type MergeCounts, type MergePlan, type SelectedVersion, type VersionObservation, type Withholding } from './merge.js'
+import { planMerge, type Decide, type DroppedVersion, type MergeCounts, type MergePlan, type SelectedVersion, type VersionObservation, type Withholding } from './merge.js'
 import { outputBasisBytes, RESPONSE_CHARGE_PER_BASIS_BYTE, type BasisDocument } from './output-basis.js'
 import type { PackumentIndex } from './packument-index.js'
 import { renderPackument } from './render.js'
@@ -28,6 +28,7 @@ export interface PackumentOutcome {
   readonly counts: MergeCounts
   readonly selected: readonly SelectedVersion[]
   readonly observations: readonly VersionObservation[]
+  readonly dropped: readonly DroppedVersion[]
   readonly advisoryAnswered: readonly RuleKind[]
   readonly withholding: Withholding | undefined
   /** SPEC.md 8.1 output basis of this merge, bytes. */
@@ -95,6 +96,7 @@ export function renderPlan(plan: MergePlan, abbreviated: boolean, basisBytes: nu
     counts: plan.counts,
     selected: plan.selected,
     observations: plan.observations,
+    dropped: plan.dropped,
     advisoryAnswered: plan.advisoryAnswered,
     withholding: plan.withholding,
     basisBytes,

@@ -5,6 +5,7 @@
  * the baseline of bench/scenarios/packument-pipeline.ts. It is not used to
  * serve: it holds a tree of JS objects, several times the source bytes.
  */
+import { canonicalVersion } from '../npm/canonical-version.js'
 import type { Ecosystem } from '../advisory/database.js'
 import type { VersionFacts } from '../policy/decision.js'
 import { ABBREVIATED_MANIFEST_FIELDS, INSTALL_SCRIPTS } from './abbreviated-fields.js'
@@ -64,9 +65,15 @@ export function referenceMerge(request: ReferenceRequest, privateText: string | 
     const docVersions = isObject(doc['versions']) ? doc['versions'] : {}
     const docTime = isObject(doc['time']) ? doc['time'] : {}
     for (const [version, manifest] of Object.entries(docVersions)) {
+      if (doc === pub) {
+        // Dropped before the gate (merge.ts DropReason): an alias or unreadable key, a manifest naming another package or version.
+        if (canonicalVersion(version) !== version) { candidates++; continue }
+      }
       if (from.has(version)) continue
       if (doc === pub) {
         candidates++
+        const own = manifest as Json
+        if ((typeof own['name'] === 'string' && own['name'] !== request.packageName) || (typeof own['version'] === 'string' && own['version'] !== version)) continue
         const text = docTime[version]
         const ms = typeof text === 'string' ? Date.parse(text) : NaN
         const facts: VersionFacts = {

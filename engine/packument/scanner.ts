@@ -22,7 +22,7 @@
 import { ServiceError } from '../errors.js'
 import {
   INSTALL_SCRIPT_KEYS, K_BUNDLE_DEPENDENCIES, K_BUNDLED, K_DROP, K_HAS_INSTALL_SCRIPT, KEY_DIST, KEY_INTEGRITY, KEY_SCRIPTS,
-  KEY_SHASUM, KEY_TARBALL, knownKeyId, knownKeyIdOf, MANIFEST_CODES,
+  KEY_SHASUM, KEY_TARBALL, KEY_NAME, KEY_VERSION, knownKeyId, knownKeyIdOf, MANIFEST_CODES,
 } from './known-keys.js'
 import {
   MEMBER_ADJACENT, MEMBER_BUNDLED, MEMBER_KEEP, MEMBER_STRIDE,
@@ -610,9 +610,24 @@ export class PackumentScanner {
         return
       }
       case R_MANIFEST: {
-        // Only the abbreviated form reads manifest members.
+        const id = this.#keyIds[depth]!
+        if (id === KEY_NAME || id === KEY_VERSION) {
+          // The last one wins, as in JSON.parse: the merge compares what a client will read.
+          const isString = this.#source.byteAt(valueStart) === 0x22
+          const entry = this.#version!
+          if (id === KEY_NAME) {
+            entry.nameStart = isString ? valueStart : -1
+            entry.nameEnd = isString ? end : -1
+            entry.namePlain = isString && flags === 0
+          } else {
+            entry.versionStart = isString ? valueStart : -1
+            entry.versionEnd = isString ? end : -1
+            entry.versionPlain = isString && flags === 0
+          }
+        }
+        // Only the abbreviated form reads the other manifest members.
         if (!this.#recordMembers) return
-        const code = MANIFEST_CODES[this.#keyIds[depth]!]!
+        const code = MANIFEST_CODES[id]!
         if (code === K_DROP) {
           // Never rendered: not worth its 16 bytes.
           this.#previousPooled = false

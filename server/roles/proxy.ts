@@ -27,6 +27,7 @@ import { SkippedCheckRecord } from '../../engine/policy/skipped-check-record.js'
 import type { Decision, Evaluator, VersionFacts } from '../../engine/policy/decision.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 import { enqueueOn, type MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { DroppedVersionRecord } from '../../engine/packument/dropped-versions.js'
 import { runPackumentTask } from '../../workers/packument-client.js'
 import { createArtifactHandler } from '../routes/artifact-route.js'
 import { ArtifactCounters } from '../routes/artifact-counters.js'
@@ -123,6 +124,8 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       selectedVersionSize: (v) => 256 + v.tarball.length + (v.integrity?.length ?? 0) + v.filename.length,
     })
     snapshots['service.metadata_cache'] = () => cache.snapshot()
+    const dropped = new DroppedVersionRecord({ logger, ecosystem: 'js' })
+    snapshots['service.packument.versions.dropped'] = () => dropped.snapshot()
     const gateModule = siblingModule('../../workers/policy-gate')
     const service = new PackumentService({
       ecosystem: 'js',
@@ -131,7 +134,10 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       cache,
       clock,
       generation: () => policy.slot.generation,
-      observe: policy.observe,
+      observe: (outcome, packageName) => {
+        policy.observe(outcome)
+        if (outcome.counts.dropped > 0) dropped.record(packageName, outcome.dropped, outcome.counts.dropped)
+      },
       render: (job) => runPackumentTask(pool, {
         packageName: job.packageName,
         privateEtag: job.privateEtag,

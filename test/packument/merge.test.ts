@@ -40,7 +40,7 @@ t.test('private versions are trusted and win every collision', async (t) => {
   t.equal(doc.readme, 'private readme', 'private top-level field wins')
   t.equal(doc._rev, 'private-rev')
   t.equal(doc.homepage, 'https://public.test', 'public-only field relayed')
-  t.same(outcome.counts, { keptPrivate: 2, keptPublic: 1, withheld: 1, superseded: 2, unservable: 0 })
+  t.same(outcome.counts, { keptPrivate: 2, keptPublic: 1, withheld: 1, superseded: 2, unservable: 0, dropped: 0 })
   t.same(outcome.selected.map((s) => s.version), ['1.2.0', '2.0.0'], 'selected records are the gated public versions, withheld ones included')
   const published = (pub['time'] as Record<string, string> | undefined)?.['1.2.0']
   t.equal(outcome.selected[0]?.publishedAt, published === undefined ? undefined : Date.parse(published), 'with the upstream publish time')
@@ -232,4 +232,35 @@ t.test('escapes, unicode and every chunk boundary render the same document', asy
   const outcome = runPackumentPipeline({ packageName: 'uni', baseUrl: BASE, abbreviated: false, decide: admitAll }, undefined, [bytes])
   t.equal(body(outcome).versions['1.1.0'].dist.tarball, `${BASE}/js/uni/-/%C3%BCn%C3%AF-1.1.0.tgz`)
   t.equal(outcome.selected.find((s) => s.version === '1.1.0')?.filename, 'ünï-1.1.0.tgz', 'the selected file name is decoded')
+})
+
+t.test('public keys an npm client reads as another version, or no version, are dropped before any rule; so are manifests that disagree with their key', async (t) => {
+  const pub = packument('p', ['1.0.0', '01.0.0', '1.00.0', '=1.0.0', 'v1.0.0', '1.0.0+build', 'v2.0.0', 'banana', '3.0.0', '4.0.0', '5.0.0'])
+  const versions = pub['versions'] as Record<string, Record<string, unknown>>
+  versions['4.0.0']!['name'] = 'other-package'
+  versions['5.0.0']!['version'] = '5.0.1'
+  const seen: string[] = []
+  const outcome = run({ packageName: 'p', decide: (f) => { seen.push(f.version); return f.version === '1.0.0' ? decision('deny') : decision('admit') } }, undefined, pub)
+  const doc = body(outcome)
+  t.same(seen, ['1.0.0', '3.0.0'], 'only canonical keys whose manifests agree reach the rules')
+  t.same(Object.keys(doc.versions), ['3.0.0'], 'DenyIdentity-style denial of 1.0.0 holds against every alias')
+  t.same(outcome.counts.dropped, 9)
+  t.same(outcome.dropped, [
+    { version: '01.0.0', reason: 'alias_key' },
+    { version: '1.00.0', reason: 'alias_key' },
+    { version: '=1.0.0', reason: 'alias_key' },
+    { version: 'v1.0.0', reason: 'alias_key' },
+    { version: '1.0.0+build', reason: 'alias_key' },
+    { version: 'v2.0.0', reason: 'alias_key' },
+    { version: 'banana', reason: 'unreadable_key' },
+    { version: '4.0.0', reason: 'name_mismatch' },
+    { version: '5.0.0', reason: 'version_mismatch' },
+  ])
+  t.same(outcome.selected.map((s) => s.version).sort(), ['1.0.0', '3.0.0'], 'no dropped key is selectable by file name: its artifact is refused')
+  t.same(referenceMerge({ packageName: 'p', baseUrl: BASE, decide: (f) => (f.version === '1.0.0' ? decision('deny') : decision('admit')) }, undefined, JSON.stringify(pub)), doc, 'the reference merge agrees')
+
+  const onlyAliases = run({ packageName: 'p' }, undefined, packument('p', ['v1.0.0', '01.0.0']))
+  t.equal(outcome.withholding, undefined)
+  t.equal(onlyAliases.body, undefined, 'nothing survives')
+  t.same(onlyAliases.withholding, { code: 'POLICY_WITHHELD' }, 'withheld (403), not an empty document')
 })
