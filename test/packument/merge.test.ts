@@ -257,7 +257,7 @@ t.test('public keys an npm client reads as another version, or no version, are d
     { version: '5.0.0', reason: 'version_mismatch' },
   ])
   t.same(outcome.selected.map((s) => s.version).sort(), ['1.0.0', '3.0.0'], 'no dropped key is selectable by file name: its artifact is refused')
-  t.same(referenceMerge({ packageName: 'p', baseUrl: BASE, decide: (f) => (f.version === '1.0.0' ? decision('deny') : decision('admit')) }, undefined, JSON.stringify(pub)), doc, 'the reference merge agrees')
+  t.same(referenceMerge({ packageName: 'p', baseUrl: BASE, abbreviated: false, decide: (f) => (f.version === '1.0.0' ? decision('deny') : decision('admit')) }, undefined, JSON.stringify(pub)), doc, 'the reference merge agrees')
 
   const onlyAliases = run({ packageName: 'p' }, undefined, packument('p', ['v1.0.0', '01.0.0']))
   t.equal(outcome.withholding, undefined)
