@@ -18,16 +18,17 @@
  * fsyncs it, renames it over the journal and fsyncs the folder: a crash
  * leaves the old journal or the new one, both complete.
  *
- * One process owns a folder at a time: a lock file holds the owner's pid, and
- * a lock left by a dead process (kill -9) is taken over.
+ * One process owns a folder at a time (folder-lock.ts: a flock that dies
+ * with its holder).
  */
-import { open, readFile, rename, truncate, unlink, writeFile } from 'node:fs/promises'
+import { open, readFile, rename, truncate, unlink } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
 import { QueueFailureReason } from './queue.js'
 import { syncFolder } from '../fs/sync-folder.js'
+import { FolderLock } from './folder-lock.js'
 
 /** A message as sent, or its whole state in a compaction snapshot. */
 export interface SendRecord {
@@ -62,7 +63,6 @@ export type JournalRecord = SendRecord | ReceiveRecord | VisibilityRecord | Remo
 
 export const JOURNAL_FILE = 'journal.jsonl'
 const COMPACT_FILE = 'journal.compact.tmp'
-const LOCK_FILE = 'lock'
 
 /** Emitted when a complete journal line cannot be read; that line is skipped. */
 export const JOURNAL_LINE_SKIPPED = 'queue journal line unreadable, skipped'
@@ -77,6 +77,7 @@ interface Batch {
 
 export class QueueJournal {
   readonly #dir: string
+  readonly #lock: FolderLock
   #handle: FileHandle
   /** Lines in the file, the measure compaction weighs against live state. */
   #lines: number
@@ -86,15 +87,16 @@ export class QueueJournal {
   #failure: ServiceError | undefined
   #closed = false
 
-  private constructor(dir: string, handle: FileHandle, lines: number) {
+  private constructor(dir: string, lock: FolderLock, handle: FileHandle, lines: number) {
     this.#dir = dir
+    this.#lock = lock
     this.#handle = handle
     this.#lines = lines
   }
 
   /** Takes the folder's lock, replays the journal and opens it for appending. */
   static async open(dir: string, logger: Logger): Promise<{ journal: QueueJournal, records: JournalRecord[] }> {
-    await takeLock(dir)
+    const lock = await FolderLock.take(dir)
     try {
       const path = join(dir, JOURNAL_FILE)
       await unlink(join(dir, COMPACT_FILE)).catch(() => {}) // an interrupted compaction; the journal itself is whole
@@ -117,9 +119,9 @@ export class QueueJournal {
         else records.push(record)
       }
       const handle = await open(path, 'a')
-      return { journal: new QueueJournal(dir, handle, lines), records }
+      return { journal: new QueueJournal(dir, lock, handle, lines), records }
     } catch (error) {
-      await releaseLock(dir)
+      await lock.release()
       throw error
     }
   }
@@ -155,7 +157,7 @@ export class QueueJournal {
     this.#closed = true
     await this.#draining?.catch(() => {})
     await this.#handle.close().catch(() => {})
-    await releaseLock(this.#dir)
+    await this.#lock.release()
   }
 
   #drain(): void {
@@ -245,38 +247,4 @@ function parseRecord(line: string): JournalRecord | undefined {
 
 function unavailable(message: string): ServiceError {
   return new ServiceError('QUEUE_FAILURE', { message, data: { reason: QueueFailureReason.UNAVAILABLE } })
-}
-
-async function takeLock(dir: string): Promise<void> {
-  const path = join(dir, LOCK_FILE)
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      await writeFile(path, String(process.pid), { flag: 'wx' })
-      return
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    }
-    const owner = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10)
-    if (Number.isInteger(owner) && owner > 0 && isAlive(owner)) {
-      throw new ServiceError('QUEUE_FAILURE', {
-        message: `the queue folder is in use by process ${owner}`, data: { reason: QueueFailureReason.LOCKED, dir, owner },
-      })
-    }
-    // The owner died without closing (kill -9, power loss): its lock is stale.
-    await unlink(path).catch(() => {})
-  }
-  throw new ServiceError('QUEUE_FAILURE', { message: 'the queue folder lock kept changing hands', data: { reason: QueueFailureReason.LOCKED, dir } })
-}
-
-async function releaseLock(dir: string): Promise<void> {
-  await unlink(join(dir, LOCK_FILE)).catch(() => {})
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }
