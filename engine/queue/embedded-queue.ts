@@ -27,7 +27,7 @@ import { silentLogger } from '../log/logger.js'
 import type { Logger } from '../log/logger.js'
 import { checkReceive, checkSend, checkVisibility } from './queue-arguments.js'
 import { QueueJournal } from './queue-journal.js'
-import type { JournalRecord, SendRecord } from './queue-journal.js'
+import type { JournalHealth, JournalRecord, SendRecord } from './queue-journal.js'
 import { QUEUE_LIMITS, QueueFailureReason } from './queue.js'
 import type { Queue, QueueAttributes, QueueMessage, ReceiveOptions, SendOptions } from './queue.js'
 import { VisibilityHeap } from './visibility-heap.js'
@@ -117,9 +117,15 @@ export class EmbeddedQueue implements Queue {
       throw toServiceError(error, 'QUEUE_FAILURE')
     }
     const queue = new EmbeddedQueue(dir, opened.journal, options)
+    opened.journal.setLiveState(() => queue.#liveState())
     for (const record of opened.records) queue.#replay(record)
     for (const entry of queue.#entries.values()) queue.#schedule(entry)
     return queue
+  }
+
+  /** Whether the queue takes work now (false while its journal cannot be written), for readiness. */
+  health(): JournalHealth {
+    return this.#journal.health()
   }
 
   async send(body: string, options: SendOptions = {}): Promise<{ messageId: string }> {
@@ -311,11 +317,16 @@ export class EmbeddedQueue implements Queue {
     }
   }
 
+  /** Every live message as one absolute record: a compaction snapshot, or the rewrite after a write failure. */
+  #liveState(): SendRecord[] {
+    return Array.from(this.#entries.values(), toSendRecord)
+  }
+
   async #appendAndMaybeCompact(records: JournalRecord[]): Promise<void> {
     const done = this.#journal.append(records)
     // Garbage dominates when the file holds far more lines than live messages need.
     if (this.#journal.lines > this.#compactionFloor && this.#journal.lines > 4 * this.#entries.size) {
-      this.#journal.compact(() => Array.from(this.#entries.values(), toSendRecord))
+      this.#journal.compact(() => this.#liveState())
     }
     await done
   }

@@ -9,8 +9,13 @@
  * Durability: `append` resolves only after the bytes are written and
  * fdatasync'ed. Appends that arrive while a write is in flight share the
  * next write and sync (group commit), so concurrent senders cost one fsync.
- * After a failed write or sync the journal refuses all further work: the
- * page cache may have dropped the bytes, so retrying could silently lose them.
+ * After a failed write or sync (ENOSPC, EIO) the file is not trusted again:
+ * the page cache may have dropped the bytes, so appending after them could
+ * silently lose records. The journal stops taking appends and recovers by
+ * rewriting the whole live state (the queue's snapshot, which is
+ * authoritative) to a new file, as compaction does: at the next append
+ * (at most once a second) and every RECOVERY_RETRY_MS on its own, so it comes
+ * back once space is back. `health()` says whether it takes work now.
  *
  * Crash safety: a kill can leave a torn last line; open ignores it and
  * truncates it away before the first append (which would otherwise glue a new
@@ -66,6 +71,22 @@ const COMPACT_FILE = 'journal.compact.tmp'
 
 /** Emitted when a complete journal line cannot be read; that line is skipped. */
 export const JOURNAL_LINE_SKIPPED = 'queue journal line unreadable, skipped'
+/** Error, once per episode: a write or sync failed and the queue takes no work until a rewrite succeeds. */
+export const JOURNAL_WRITE_FAILED = 'queue journal write failed; the queue takes no work until it can write again'
+/** Info: the live state was rewritten after a failure and the queue takes work again. */
+export const JOURNAL_WRITABLE_AGAIN = 'queue journal writable again'
+
+const RECOVERY_RETRY_MS = 5_000
+const RECOVERY_MIN_INTERVAL_MS = 1_000
+
+export interface JournalHealth {
+  /** False while a write failure stands: sends, receives and deletes are refused. */
+  readonly writable: boolean
+  /** Write or sync failures since open. */
+  readonly writeFailures: number
+  /** The last failure's error code (ENOSPC, EIO...) while not writable. */
+  readonly reason?: string
+}
 
 interface Batch {
   text: string
@@ -86,10 +107,18 @@ export class QueueJournal {
   #snapshot: (() => JournalRecord[]) | undefined
   #failure: ServiceError | undefined
   #closed = false
+  readonly #logger: Logger
+  /** The queue's whole live state, for a rewrite after a failure. */
+  #liveState: (() => JournalRecord[]) | undefined
+  #writeFailures = 0
+  #recovering: Promise<void> | undefined
+  #lastRecovery = 0
+  #retryTimer: NodeJS.Timeout | undefined
 
-  private constructor(dir: string, lock: FolderLock, handle: FileHandle, lines: number) {
+  private constructor(dir: string, lock: FolderLock, handle: FileHandle, lines: number, logger: Logger) {
     this.#dir = dir
     this.#lock = lock
+    this.#logger = logger
     this.#handle = handle
     this.#lines = lines
   }
@@ -119,7 +148,7 @@ export class QueueJournal {
         else records.push(record)
       }
       const handle = await open(path, 'a')
-      return { journal: new QueueJournal(dir, lock, handle, lines), records }
+      return { journal: new QueueJournal(dir, lock, handle, lines, logger), records }
     } catch (error) {
       await lock.release()
       throw error
@@ -128,11 +157,30 @@ export class QueueJournal {
 
   get lines(): number { return this.#lines }
 
+  /** The queue's live state, which a rewrite after a write failure persists. */
+  setLiveState(snapshot: () => JournalRecord[]): void {
+    this.#liveState = snapshot
+  }
+
+  health(): JournalHealth {
+    const code = (this.#failure?.cause as NodeJS.ErrnoException | undefined)?.code
+    return this.#failure === undefined
+      ? { writable: true, writeFailures: this.#writeFailures }
+      : { writable: false, writeFailures: this.#writeFailures, ...(code === undefined ? {} : { reason: code }) }
+  }
+
   /** Resolves once the records are durable on disk. */
-  append(records: readonly JournalRecord[]): Promise<void> {
-    if (records.length === 0) return Promise.resolve()
-    if (this.#failure !== undefined) return Promise.reject(this.#failure)
-    if (this.#closed) return Promise.reject(unavailable('the queue is closed'))
+  async append(records: readonly JournalRecord[]): Promise<void> {
+    if (records.length === 0) return
+    if (this.#closed) throw unavailable('the queue is closed')
+    if (this.#failure !== undefined) {
+      await this.#recover()
+      if (this.#failure !== undefined) throw this.#failure
+    }
+    return this.#enqueue(records)
+  }
+
+  #enqueue(records: readonly JournalRecord[]): Promise<void> {
     const batch = this.#pending ??= newBatch()
     for (const record of records) batch.text += JSON.stringify(record) + '\n'
     batch.records += records.length
@@ -155,6 +203,8 @@ export class QueueJournal {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    if (this.#retryTimer !== undefined) clearInterval(this.#retryTimer)
+    await this.#recovering
     await this.#draining?.catch(() => {})
     await this.#handle.close().catch(() => {})
     await this.#lock.release()
@@ -179,10 +229,7 @@ export class QueueJournal {
           batch.resolve()
         }
       } catch (cause) {
-        this.#failure = new ServiceError('QUEUE_FAILURE', {
-          message: 'the queue journal could not be written; the queue stopped', cause,
-          data: { reason: QueueFailureReason.UNAVAILABLE, dir: this.#dir },
-        })
+        this.#failed(cause)
         batch?.reject(this.#failure)
         const arrivedMeanwhile = this.#pending as Batch | undefined
         arrivedMeanwhile?.reject(this.#failure)
@@ -190,6 +237,45 @@ export class QueueJournal {
         return
       }
     }
+  }
+
+  #failed(cause: unknown): void {
+    this.#writeFailures++
+    const first = this.#failure === undefined
+    this.#failure = writeFailure(cause, this.#dir)
+    if (!first) return
+    this.#logger.error(JOURNAL_WRITE_FAILED, { dir: this.#dir, code: (cause as NodeJS.ErrnoException)?.code, error: String((cause as Error)?.message ?? cause) })
+    this.#retryTimer = setInterval(() => { void this.#recover() }, RECOVERY_RETRY_MS)
+    this.#retryTimer.unref()
+  }
+
+  /**
+   * After a failure: rewrites the live state to a new journal file, at most
+   * once a second; concurrent callers share one attempt.
+   */
+  #recover(): Promise<void> {
+    if (this.#recovering !== undefined) return this.#recovering
+    const snapshot = this.#liveState
+    if (this.#failure === undefined || this.#closed || snapshot === undefined || Date.now() - this.#lastRecovery < RECOVERY_MIN_INTERVAL_MS) {
+      return Promise.resolve()
+    }
+    this.#lastRecovery = Date.now()
+    this.#recovering = (async () => {
+      try {
+        await this.#rewrite(snapshot())
+        this.#failure = undefined
+        if (this.#retryTimer !== undefined) clearInterval(this.#retryTimer)
+        this.#retryTimer = undefined
+        this.#logger.info(JOURNAL_WRITABLE_AGAIN, { dir: this.#dir, writeFailures: this.#writeFailures })
+      } catch (cause) {
+        this.#writeFailures++
+        await unlink(join(this.#dir, COMPACT_FILE)).catch(() => {}) // what it wrote of the rewrite: give the space back
+        this.#failure = writeFailure(cause, this.#dir)
+      } finally {
+        this.#recovering = undefined
+      }
+    })()
+    return this.#recovering
   }
 
   async #rewrite(records: JournalRecord[]): Promise<void> {
@@ -243,6 +329,13 @@ function parseRecord(line: string): JournalRecord | undefined {
     default:
       return undefined
   }
+}
+
+function writeFailure(cause: unknown, dir: string): ServiceError {
+  return new ServiceError('QUEUE_FAILURE', {
+    message: 'the queue journal could not be written; the queue takes no work until it can write again', cause,
+    data: { reason: QueueFailureReason.UNAVAILABLE, dir },
+  })
 }
 
 function unavailable(message: string): ServiceError {

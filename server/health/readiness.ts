@@ -5,6 +5,15 @@
  * mount whose rules decide without it is ready at boot. Draining and a
  * latched Dredger halt take every mount out of rotation.
  *
+ * What a load balancer sees (SPEC.md 3.1 rule 1: a missing artifact of one
+ * ecosystem does not remove the others from rotation): `GET /readyz` is 200
+ * while the role has started, is neither draining nor halted, no process
+ * condition fails, and at least one mount is ready; the body names every
+ * mount's state. `GET /readyz/{mount}` answers for that mount alone, for
+ * balancers that route each mount's prefix on its own. A process condition
+ * (the embedded mirror queue that cannot write its journal) fails every
+ * answer and is named under `conditions`.
+ *
  * SPEC.md leaves the awaiting token "not shown": it is `awaiting_advisory_database`.
  */
 import type { MountKey } from '../../engine/config/schema.js'
@@ -21,13 +30,19 @@ export type MountState = (typeof MOUNT_STATE)[keyof typeof MOUNT_STATE]
 export interface ReadinessBody {
   readonly status: 'ready' | 'not_ready'
   readonly mounts: Readonly<Partial<Record<MountKey, MountState>>>
+  /** Failing process conditions only, each with its reason token; absent when none fails. */
+  readonly conditions?: Readonly<Record<string, string>>
 }
+
+/** A process-wide condition: undefined while it holds, else a reason token. */
+export type ReadinessCondition = () => string | undefined
 
 export class Readiness {
   readonly #mounts = new Map<MountKey, MountState>()
   #started = false
   #draining = false
   #halted = false
+  readonly #conditions = new Map<string, ReadinessCondition>()
 
   /** A mount awaits the advisory database when `awaitsAdvisories`, else it is ready at boot. */
   addMount(key: MountKey, awaitsAdvisories: boolean): void {
@@ -42,6 +57,11 @@ export class Readiness {
     if (this.#mounts.get(key) === MOUNT_STATE.awaiting) this.#mounts.set(key, MOUNT_STATE.ready)
   }
 
+  /** A condition every answer depends on, reported by `name` while it fails. */
+  addCondition(name: string, check: ReadinessCondition): void {
+    this.#conditions.set(name, check)
+  }
+
   startDraining(): void { this.#draining = true }
   latchHalted(): void { this.#halted = true }
 
@@ -53,14 +73,28 @@ export class Readiness {
     return state
   }
 
-  body(): ReadinessBody {
+  /** The whole process: ready while some mount is (SPEC.md 3.1 rule 1). `only` narrows it to one mount. */
+  body(only?: MountKey): ReadinessBody {
     const mounts: Partial<Record<MountKey, MountState>> = {}
-    let ready = this.#started && !this.#draining && !this.#halted
+    let anyReady = false
     for (const key of this.#mounts.keys()) {
+      if (only !== undefined && key !== only) continue
       const state = this.stateOf(key) as MountState
       mounts[key] = state
-      if (state !== MOUNT_STATE.ready) ready = false
+      if (state === MOUNT_STATE.ready) anyReady = true
     }
-    return { status: ready ? 'ready' : 'not_ready', mounts }
+    const conditions: Record<string, string> = {}
+    let failing = false
+    for (const [name, check] of this.#conditions) {
+      const reason = check()
+      if (reason !== undefined) { conditions[name] = reason; failing = true }
+    }
+    const ready = this.#started && !this.#draining && !this.#halted && !failing && (anyReady || (only === undefined && this.#mounts.size === 0))
+    return { status: ready ? 'ready' : 'not_ready', mounts, ...(failing ? { conditions } : {}) }
+  }
+
+  /** Whether `key` is a mount of this role (for `/readyz/{mount}`). */
+  hasMount(key: string): key is MountKey {
+    return this.#mounts.has(key as MountKey)
   }
 }

@@ -84,6 +84,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   }
   const jsMount = config.mounts.js
   const queue = await openMirrorQueue(ctx)
+  if (queue !== undefined) readiness.addCondition('queue', () => (queue.health().writable ? undefined : 'journal_unwritable'))
   const slots = new Map<MountKey, AdvisorySlot>()
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]

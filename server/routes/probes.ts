@@ -2,6 +2,7 @@
  * Health probes on the server port of every role (SPEC.md 4.5), and the
  * 404 for `/metrics` on that port (metrics, when on, have their own listener).
  */
+import { ServiceError } from '../../engine/errors.js'
 import type { FrontDoor } from '../http/front-door.js'
 import type { Liveness } from '../health/liveness.js'
 import type { Readiness } from '../health/readiness.js'
@@ -13,6 +14,15 @@ export function mountProbes(door: FrontDoor, liveness: Liveness, readiness: Read
   })
   door.route('get', '/readyz', (ex) => {
     const body = readiness.body()
+    ex.respondJson(body.status === 'ready' ? 200 : 503, body)
+  })
+  door.route('get', '/readyz/:mount', (ex) => {
+    const key = ex.path.slice('/readyz/'.length)
+    if (!readiness.hasMount(key)) {
+      ex.respondError(new ServiceError('NOT_FOUND', { message: `no mount named ${JSON.stringify(key)}` }))
+      return
+    }
+    const body = readiness.body(key)
     ex.respondJson(body.status === 'ready' ? 200 : 503, body)
   })
 }

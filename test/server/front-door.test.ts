@@ -63,9 +63,14 @@ t.test('probes: liveness and per-mount readiness (SPEC.md 2.6, 2.7, 3.1)', async
       },
     },
   })
-  const notReady = await awaiting.get('/readyz')
-  t.equal(notReady.status, 503, 'a mount with DenyIfCve awaits the advisory database')
-  t.same(notReady.json(), { status: 'not_ready', mounts: { js: 'awaiting_advisory_database', py: 'ready' } })
+  const whole = await awaiting.get('/readyz')
+  t.equal(whole.status, 200, 'the py mount is ready: the process stays in rotation (SPEC.md 3.1 rule 1)')
+  t.same(whole.json(), { status: 'ready', mounts: { js: 'awaiting_advisory_database', py: 'ready' } }, 'the body names each mount')
+  const js = await awaiting.get('/readyz/js')
+  t.equal(js.status, 503, 'a mount with DenyIfCve awaits the advisory database')
+  t.same(js.json(), { status: 'not_ready', mounts: { js: 'awaiting_advisory_database' } })
+  t.equal((await awaiting.get('/readyz/py')).status, 200)
+  t.equal((await awaiting.get('/readyz/nope')).status, 404)
   t.equal((await awaiting.get('/livez')).status, 200, 'liveness is the listener alone')
 })
 
