@@ -8,6 +8,7 @@
  */
 import t from 'tap'
 import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { mkdtemp, rm, writeFile, unlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -26,14 +27,25 @@ function tryMount(dir: string): string | undefined {
   }
 }
 
-t.test('ENOSPC: refused and said, then recovered once space is back, nothing durable lost', async (t) => {
+/** Whether this process may mount a tmpfs (root, with the capability): the reason it may not, else undefined. */
+function mountRefusal(): string | undefined {
+  const probe = mkdtempSync(join(tmpdir(), 'queue-mount-probe-'))
+  try {
+    const refused = tryMount(probe)
+    if (refused === undefined) execFileSync('umount', [probe])
+    return refused
+  } finally {
+    rmSync(probe, { recursive: true, force: true })
+  }
+}
+
+const refusal = mountRefusal()
+
+t.test('ENOSPC: refused and said, then recovered once space is back, nothing durable lost', { skip: refusal === undefined ? false : `a tmpfs cannot be mounted here (${refusal}); this test needs root` }, async (t) => {
   const mountPoint = await mkdtemp(join(tmpdir(), 'queue-full-'))
   t.teardown(() => rm(mountPoint, { recursive: true, force: true }))
   const refused = tryMount(mountPoint)
-  if (refused !== undefined) {
-    t.skip(`a tmpfs cannot be mounted here (${refused}); this test needs root`)
-    return
-  }
+  if (refused !== undefined) throw new Error(`mounting the test's tmpfs failed: ${refused}`)
   t.teardown(() => { execFileSync('umount', ['-l', mountPoint]) })
   const dir = join(mountPoint, 'queue')
   const logger = new RecordingLogger()
