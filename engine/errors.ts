@@ -28,6 +28,8 @@ export const ERROR_TABLE = {
   BAD_PACKAGE_NAME: { status: 404, message: 'not a valid package name' },
   BAD_ARTIFACT_NAME: { status: 404, message: 'not a valid artifact file name' },
   EDGE_UNAUTHORIZED: { status: 401, message: 'missing or invalid credential' },
+  REQUEST_FRAMING_AMBIGUOUS: { status: 400, message: 'the request body framing is ambiguous' },
+  REQUEST_CODING_UNSUPPORTED: { status: 501, message: 'the request uses a transfer coding other than chunked' },
 
   // Upstreams (SPEC.md 4.2, 4.4).
   UPSTREAM_MISS: { status: 404, message: 'no such package upstream' },

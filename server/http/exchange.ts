@@ -84,9 +84,10 @@ export class Exchange {
   }
 
   /** A complete response in one corked write. */
-  respond(status: number, headers: Readonly<Record<string, string>>, body?: Uint8Array | string, options: { head?: boolean } = {}): void {
+  /** `close`: end the connection after this response, whatever the client asked. */
+  respond(status: number, headers: Readonly<Record<string, string>>, body?: Uint8Array | string, options: { head?: boolean; close?: boolean } = {}): void {
     if (this.#closed) return
-    const draining = this.#hooks.draining()
+    const draining = this.#hooks.draining() || options.close === true
     this.#write(() => {
       // With closeConnection, uWS writes `Connection: close` itself: writing it too would send it twice.
       if (options.head === true) {
@@ -109,13 +110,13 @@ export class Exchange {
     this.#settle('completed')
   }
 
-  respondJson(status: number, value: unknown, options: { head?: boolean; headers?: Readonly<Record<string, string>> } = {}): void {
+  respondJson(status: number, value: unknown, options: { head?: boolean; close?: boolean; headers?: Readonly<Record<string, string>> } = {}): void {
     const body = JSON.stringify(value)
     this.respond(status, { 'content-type': JSON_TYPE, ...options.headers }, options.head === true ? undefined : body, options)
   }
 
   /** The SPEC.md 2.4 envelope with the status of the error's code and its `Retry-After`. */
-  respondError(error: ServiceError, options: { head?: boolean } = {}): void {
+  respondError(error: ServiceError, options: { head?: boolean; close?: boolean } = {}): void {
     const headers: Record<string, string> = error.retryAfter === undefined ? {} : { 'retry-after': String(error.retryAfter) }
     this.respondJson(error.status, { error: error.message }, { ...options, headers })
   }

@@ -11,6 +11,7 @@ import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_li
 import { ServiceError, toServiceError } from '../../engine/errors.js'
 import type { Logger } from '../../engine/log/logger.js'
 import { Exchange } from './exchange.js'
+import { requestFramingRefusal } from './request-framing.js'
 
 export type Handler = (exchange: Exchange) => void | Promise<void>
 
@@ -90,6 +91,17 @@ export class FrontDoor {
         if (this.#inFlight === 0) for (const wake of this.#idleWaiters.splice(0)) wake()
       },
     })
+    const refusal = requestFramingRefusal(exchange.header('content-length'), exchange.header('transfer-encoding'))
+    if (refusal !== undefined) {
+      // Closing is part of the answer: what follows on this connection cannot
+      // be framed. The answer leaves on the next turn, not from this handler:
+      // uWS goes on parsing bytes already read behind this request, and would
+      // answer a pipelined one before the close; with this response still
+      // pending it closes the connection instead, answering neither.
+      exchange.leaveHandler()
+      setImmediate(() => exchange.respondError(refusal, { head: exchange.method === 'HEAD', close: true }))
+      return
+    }
     try {
       const result = handler(exchange)
       if (result !== undefined) result.catch((error: unknown) => this.#fail(exchange, error))
