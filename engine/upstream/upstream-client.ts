@@ -2,7 +2,7 @@
  * The HTTP client of one upstream registry (SPEC.md 1.3, 4.2, 4.4, 5, 8):
  * behind the upstream's egress guard, one undici Agent (a keep-alive Pool per
  * origin) for metadata and the relay's own keep-alive connections for
- * artifacts (artifact-connection-pool.ts says why). Two reads go through it:
+ * artifacts (http1/artifact-connection-pool.ts says why). Two reads go through it:
  *
  * - `fetchDocument`: a metadata document, decompressed as a stream under the
  *   ingest ceiling, chunk by chunk through the caller's `onChunk` (where the
@@ -30,10 +30,10 @@ import type { BearerToken } from '../secret.js'
 import { encodePackageName } from '../npm/names.js'
 import { EgressGuard, authorityOf, checkTarballAuthority } from './egress-guard.js'
 import { ACCEPTED_ENCODINGS, decodersFor } from './content-decoding.js'
-import { transportFailure } from './transport-failure.js'
+import { transportFailure } from './http1/transport-failure.js'
 import type { FetchErrorCause, UpstreamFetchCounters } from './fetch-counters.js'
-import type { ArtifactResponse } from './artifact-response.js'
-import { ArtifactConnections } from './artifact-connection-pool.js'
+import type { ArtifactResponse } from './http1/artifact-response.js'
+import { ArtifactConnections } from './http1/artifact-connection-pool.js'
 
 /** Logged at error: 408, 429, 5xx, no answer, a malformed or oversized body (SPEC.md 6.2). */
 export const METADATA_FETCH_FAILED = 'upstream metadata fetch failed'
@@ -222,7 +222,7 @@ export class UpstreamClient {
       ...(options.keepAliveTimeoutMs === undefined ? {} : { keepAliveTimeout: options.keepAliveTimeoutMs }),
       ...(options.connections === undefined ? {} : { connections: options.connections }),
     })
-    // Artifacts have connections of their own (artifact-connection-pool.ts says why), under the same guard and timeouts.
+    // Artifacts have connections of their own (http1/artifact-connection-pool.ts says why), under the same guard and timeouts.
     this.#artifacts = new ArtifactConnections({
       timeouts,
       ...(options.keepAliveTimeoutMs === undefined ? {} : { keepAliveMs: options.keepAliveTimeoutMs }),

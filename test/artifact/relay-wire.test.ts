@@ -1,12 +1,13 @@
 /**
- * The artifact relay's own upstream connections (engine/upstream/artifact-connection-pool.ts)
+ * The artifact relay's own upstream connections (engine/upstream/http1/artifact-connection-pool.ts)
  * against raw TCP servers that control every byte: framing across reads
  * (a split head, a 100 Continue, a chunked body in tiny pieces, a body that
  * runs until the connection closes refused), keep-alive
  * reuse, a stale kept-alive connection retried once on a fresh one, bytes
  * past the declared end spoiling the connection, a malformed answer coded,
- * the connection cap, and a body that failed before it was read still
- * telling its consumer.
+ * the connection cap, a body that failed before it was read still
+ * telling its consumer, and chunked framing that breaks mid-body reaching
+ * the client as a cut.
  */
 import t from 'tap'
 import { once } from 'node:events'
@@ -188,4 +189,16 @@ t.test('a body cut or destroyed before it was read still tells its consumer', as
   t.ok(isServiceError(told, 'UPSTREAM_UNAVAILABLE'))
   await sleep(20)
   t.ok(sockets[1]?.destroyed, 'its upstream connection was closed')
+})
+
+t.test('chunked framing that breaks after the first bytes reaches the client as a cut, never as a whole body', async (t) => {
+  // A bare LF ends the second chunk-size line (RFC 9112 section 7.1 wants CRLF; llhttp refuses it too).
+  const up = await startRaw(t, (socket) => {
+    void dribble(socket, ['HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n', '6\n world\r\n0\r\n\r\n'])
+  })
+  const { client } = makeClient(t, { url: up.origin, trusted: true })
+  const route = await startArtifactRoute(t, { privateClient: client })
+  const outcome = await route.get('/js/a/-/a-1.0.0.tgz').then((res) => `answered ${res.status}: ${res.body.toString('latin1')}`, (err: unknown) => `cut: ${(err as Error).name}`)
+  t.match(outcome, /^cut: /, 'the client sees the response cut, not a complete one')
+  t.equal(route.counters.snapshot().relays.private.delivered, 0, 'not counted as delivered')
 })

@@ -4,8 +4,8 @@
  * 503 with `Retry-After`). A ServiceError (the egress guard's refusal, the
  * exchange cap) keeps its own code.
  */
-import { ServiceError } from '../errors.js'
-import type { FetchErrorCause } from './fetch-counters.js'
+import { ServiceError } from '../../errors.js'
+import type { FetchErrorCause } from '../fetch-counters.js'
 
 const TIMEOUT_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT',

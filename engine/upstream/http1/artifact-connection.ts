@@ -3,10 +3,11 @@
  * from the pool because this is the part that owns the socket's reads: node
  * fills buffers we hand it (`onread`), and which buffer is safe to hand out
  * next depends on which ones the relay still holds (artifact-connection-pool.ts
- * says why reads go into reused buffers at all).
+ * says why reads go into reused buffers at all). It knows the exchange only
+ * as a ResponseReader (exchange-contract.ts).
  */
 import type { Socket } from 'node:net'
-import type { ArtifactExchange } from './artifact-exchange.js'
+import type { ExchangeConnection, ResponseReader } from './exchange-contract.js'
 
 /** 256 KiB: nginx's relay buffer size (PEERS.md), and 4 loopback segments per read. */
 export const READ_BUFFER_BYTES = 256 * 1024
@@ -36,13 +37,13 @@ export interface OnRead { buffer: () => Buffer, callback: (n: number, b: Buffer)
  * never one still held: the main buffer when it is free, else a spare, else
  * (TLS only) a fresh one, queued in order behind the held read.
  */
-export class ArtifactConnection {
+export class ArtifactConnection implements ExchangeConnection {
   readonly key: string
   readonly socket: Socket
   readonly #pool: ArtifactConnectionOwner
   readonly #buf: Buffer
   #spare: Buffer | undefined
-  #exchange: ArtifactExchange | undefined
+  #exchange: ResponseReader | undefined
   /** Unparsed bytes of the current read: `#cur[#pos, #end)`. */
   #cur: Buffer
   #pos = 0
@@ -121,7 +122,7 @@ export class ArtifactConnection {
   }
 
   /** Parses held reads in order; true once all are parsed (the socket may read again). */
-  pump(exchange: ArtifactExchange): boolean {
+  pump(exchange: ResponseReader): boolean {
     for (;;) {
       if (!exchange.pump(this.#cur, this.#pos, this.#end)) return false
       const next = this.#backlog.shift()
@@ -147,7 +148,7 @@ export class ArtifactConnection {
     if (!this.#dead) this.socket.resume()
   }
 
-  begin(exchange: ArtifactExchange, request: string): void {
+  begin(exchange: ResponseReader, request: string): void {
     this.#clearIdle()
     this.#exchange = exchange
     this.#pos = 0

@@ -6,13 +6,13 @@
  * header (views valid until `proceed`, exact end before reuse, timeouts) are
  * kept.
  */
-import { ServiceError } from '../errors.js'
+import { ServiceError } from '../../errors.js'
 import { transportFailure } from './transport-failure.js'
 import { pickSafeHeaders, type ArtifactResponse } from './artifact-response.js'
 import { ArtifactBody, type ArtifactBodySource, type ArtifactSink } from './artifact-body.js'
-import { ResponseHeadReader, parseResponseHead } from './http1-head-parser.js'
-import { BodyFraming } from './http1-body-framing.js'
-import type { ArtifactConnection } from './artifact-connection.js'
+import { ResponseHeadReader, parseResponseHead } from './head-parser.js'
+import { BodyFraming } from './body-framing.js'
+import type { ExchangeConnection, ResponseReader } from './exchange-contract.js'
 
 export interface ArtifactTimeouts {
   readonly connectMs: number
@@ -31,11 +31,17 @@ export class StaleConnection extends Error {}
  * One response on one connection: head parsing, body framing (length,
  * chunked, until close), timers, and delivery to a sink or to the Readable.
  */
-export class ArtifactExchange implements ArtifactBodySource {
-  readonly #conn: ArtifactConnection
+export class ArtifactExchange implements ArtifactBodySource, ResponseReader {
+  readonly #conn: ExchangeConnection
   readonly #method: string
   readonly #upstream: string
   readonly #timeouts: ArtifactTimeouts
+  /**
+   * Called once, with the response or the reason there is none. It MUST NOT
+   * call back into this exchange (attach, destroy) synchronously: it runs in
+   * the middle of a parse. The pool settles a promise with it, so callers
+   * continue later.
+   */
   readonly #settleHead: (response: ArtifactResponse | Error) => void
   readonly #headReader = new ResponseHeadReader()
   readonly #framing = new BodyFraming()
@@ -53,7 +59,7 @@ export class ArtifactExchange implements ArtifactBodySource {
   #timer: NodeJS.Timeout | undefined
   #timerKind: 'headers' | 'idle' | 'paused' | undefined
 
-  constructor(conn: ArtifactConnection, method: string, upstream: string, timeouts: ArtifactTimeouts, settleHead: (r: ArtifactResponse | Error) => void) {
+  constructor(conn: ExchangeConnection, method: string, upstream: string, timeouts: ArtifactTimeouts, settleHead: (r: ArtifactResponse | Error) => void) {
     this.#conn = conn
     this.#method = method
     this.#upstream = upstream
@@ -147,8 +153,8 @@ export class ArtifactExchange implements ArtifactBodySource {
   #readHead(buf: Buffer, p: number, end: number): number {
     const found = this.#headReader.scan(buf, p, end)
     if (found === 'incomplete') return end
-    if (found === 'too-large') {
-      this.fail(badResponse(this.#upstream, 'response head too large'))
+    if (found === 'too-large' || found === 'bare-lf') {
+      this.fail(badResponse(this.#upstream, found === 'too-large' ? 'response head too large' : 'bare LF in the response head'))
       return end
     }
     this.#onHead(found.text)
@@ -159,12 +165,14 @@ export class ArtifactExchange implements ArtifactBodySource {
     const head = parseResponseHead(text)
     if (typeof head === 'string') { this.fail(badResponse(this.#upstream, head)); return }
     const { statusCode: code, headers } = head
+    // RFC 9110 section 15.2.2: a server MUST NOT switch protocols the request did not ask for (ours never ask).
+    if (code === 101) { this.fail(badResponse(this.#upstream, 'unrequested protocol switch')); return }
     if (code < 200) return // 1xx: informational; the real head follows
 
     // The head is done only once its framing is accepted: a refusal before
     // that settles the head promise with the error (fail() below), so the
     // caller always gets an answer (a private leg falls through).
-    const refused = this.#framing.start(this.#method, code, headers)
+    const refused = this.#framing.start(this.#method, head)
     if (refused !== undefined) { this.fail(badResponse(this.#upstream, refused)); return }
     this.#headDone = true
     const connection = (headers['connection'] ?? '').toLowerCase()

@@ -5,7 +5,7 @@
  * says why that matters).
  */
 import { Readable } from 'node:stream'
-import { ServiceError } from '../errors.js'
+import { ServiceError } from '../../errors.js'
 
 /**
  * A consumer that takes body bytes synchronously (the relay). `data` gets a

@@ -11,10 +11,11 @@
  * relay itself). These connections read with node's `onread` option into
  * one reusable buffer per connection, 256 KiB at a time (nginx's relay
  * buffer size), and hand the relay views of it, so relaying allocates
- * nothing per chunk. The parts: artifact-connection.ts (one socket and its
- * buffers), artifact-exchange.ts (one response on it), http1-head-parser.ts
- * and http1-body-framing.ts (the wire format), artifact-body.ts (what the
- * caller holds).
+ * nothing per chunk. The parts, all in this folder: artifact-connection.ts
+ * (one socket and its buffers), artifact-exchange.ts (one response on it),
+ * exchange-contract.ts (what those two ask of each other), head-parser.ts
+ * and body-framing.ts (the wire format, strict per RFC 9112),
+ * artifact-body.ts and artifact-response.ts (what the caller holds).
  *
  * MUST hold (STYLE.md rule 3, SPEC.md 8):
  * - A view handed to a sink stays valid until the sink asks for more
@@ -30,12 +31,12 @@
  */
 import { connect as netConnect, isIP } from 'node:net'
 import { connect as tlsConnect, rootCertificates, type ConnectionOptions } from 'node:tls'
-import { ServiceError } from '../errors.js'
-import type { LookupCallback } from './egress-guard.js'
+import { ServiceError } from '../../errors.js'
+import type { LookupCallback } from '../egress-guard.js'
 import type { ArtifactResponse } from './artifact-response.js'
 import { ArtifactExchange, StaleConnection, badResponse, type ArtifactTimeouts } from './artifact-exchange.js'
 import { ArtifactConnection, type ArtifactConnectionOwner } from './artifact-connection.js'
-import { HEADER_NAME } from './http1-head-parser.js'
+import { HEADER_NAME } from './head-parser.js'
 
 const CONTROL = /[\r\n\0]/
 
