@@ -15,7 +15,8 @@
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
 import type { ServiceError } from '../../engine/errors.js'
-import { CONTENT_LENGTH, isValidField } from '../../engine/upstream/http-field-syntax.js'
+import { CONTENT_LENGTH } from '../../engine/upstream/http-field-syntax.js'
+import { responseField } from './response-fields.js'
 import { statusLine } from './status-text.js'
 
 export type CloseReason = 'completed' | 'aborted' | 'cut'
@@ -25,6 +26,13 @@ export interface ExchangeHooks {
   readonly draining: () => boolean
   /** Called once when the exchange ends, for in-flight accounting. */
   readonly settled: (exchange: Exchange) => void
+}
+
+export interface RespondOptions {
+  /** Answer as to a HEAD: no body, the length it would have. Implied on a HEAD request. */
+  readonly head?: boolean
+  /** Close the connection after this answer (a request whose framing cannot be trusted). */
+  readonly close?: boolean
 }
 
 const JSON_TYPE = 'application/json'
@@ -43,6 +51,8 @@ export class Exchange {
   #reason: CloseReason | undefined
   #inHandler = true
   #headersSent = false
+  /** A streamed response's status and headers, held until its first write so they leave corked with the first chunk. */
+  #head: { status: number; headers: Readonly<Record<string, string>> } | undefined
   readonly #onClose: ((reason: CloseReason) => void)[] = []
   #onWritable: ((offset: number) => boolean | void) | undefined
 
@@ -83,49 +93,63 @@ export class Exchange {
     else this.#onClose.push(fn)
   }
 
-  /** A complete response in one corked write. */
-  /** `close`: end the connection after this response, whatever the client asked. */
-  respond(status: number, headers: Readonly<Record<string, string>>, body?: Uint8Array | string, options: { head?: boolean; close?: boolean } = {}): void {
+  /**
+   * A complete response in one corked write. On a HEAD request (or with
+   * `head`) no body is sent, whatever the caller passes: the status and
+   * headers are GET's, with the length of the body GET would carry (RFC 9110
+   * section 9.3.2), from `content-length` or else from `body`. With
+   * `close` (or while draining) the connection closes after it.
+   */
+  respond(status: number, headers: Readonly<Record<string, string>>, body?: Uint8Array | string, options: RespondOptions = {}): void {
     if (this.#closed) return
-    const draining = this.#hooks.draining() || options.close === true
+    this.#head = undefined
+    const close = this.#hooks.draining() || options.close === true
+    const head = options.head === true || this.method === 'HEAD'
     this.#write(() => {
-      // With closeConnection, uWS writes `Connection: close` itself: writing it too would send it twice.
-      if (options.head === true) {
-        // uWS writes the reported length itself; a second content-length header would be invalid.
-        const { 'content-length': length, ...rest } = headers
-        if (length === undefined || !CONTENT_LENGTH.test(length)) {
-          // uWS refuses an undefined length: without one (a 304), our own header asks the client to close.
-          // A malformed one is never passed on: uWS would read '-5' as 2^64 - 5.
-          this.#writeHead(status, rest, draining)
-          this.#res.endWithoutBody()
-        } else {
-          this.#writeHead(status, rest, false)
-          this.#res.endWithoutBody(Number(length), draining)
-        }
-      } else {
+      if (!head) {
+        // With closeConnection, uWS writes `Connection: close` itself: writing it too would send it twice.
         this.#writeHead(status, headers, false)
-        this.#res.end(body ?? '', draining)
+        this.#res.end(body ?? '', close)
+      } else if (options.close === true) {
+        // A connection that must close (its framing cannot be trusted): uWS closes
+        // only after an endWithoutBody with a length, and the one that completes
+        // the response is 0. The length of a refusal is not worth the connection.
+        this.#writeHead(status, headers, false)
+        this.#res.endWithoutBody(0, true)
+      } else {
+        // MUST NOT pass a length to endWithoutBody: this uWS build then leaves the
+        // response pending, and the next request on the connection closes it. The
+        // length is our own header instead, checked digits; uWS adds none.
+        // A 304 or 204 carries no length: RFC 9110 section 8.6 allows one on a 304,
+        // but clients built on undici (Node's fetch) then fail it as a short body.
+        const length = status === 304 || status === 204 ? undefined : headLength(headers['content-length'], body)
+        this.#writeHead(status, headers, close, length)
+        this.#res.endWithoutBody()
       }
     })
     this.#settle('completed')
   }
 
-  respondJson(status: number, value: unknown, options: { head?: boolean; close?: boolean; headers?: Readonly<Record<string, string>> } = {}): void {
-    const body = JSON.stringify(value)
-    this.respond(status, { 'content-type': JSON_TYPE, ...options.headers }, options.head === true ? undefined : body, options)
+  respondJson(status: number, value: unknown, options: RespondOptions & { headers?: Readonly<Record<string, string>> } = {}): void {
+    // The body is passed on a HEAD too: respond sends only its length.
+    this.respond(status, { 'content-type': JSON_TYPE, ...options.headers }, JSON.stringify(value), options)
   }
 
   /** The SPEC.md 2.4 envelope with the status of the error's code and its `Retry-After`. */
-  respondError(error: ServiceError, options: { head?: boolean; close?: boolean } = {}): void {
+  respondError(error: ServiceError, options: RespondOptions = {}): void {
     const headers: Record<string, string> = error.retryAfter === undefined ? {} : { 'retry-after': String(error.retryAfter) }
     this.respondJson(error.status, { error: error.message }, { ...options, headers })
   }
 
-  /** Starts a streamed response. Use `write`/`tryEnd` for the body, then `end`. */
+  /**
+   * Starts a streamed response: use `write`/`tryEnd` for the body, then
+   * `end`. The status and headers leave with the first write, in the same
+   * cork as the first chunk (STYLE.md rule 2).
+   */
   writeHead(status: number, headers: Readonly<Record<string, string>>): void {
-    if (this.#closed) return
-    const draining = this.#hooks.draining()
-    this.#write(() => this.#writeHead(status, headers, draining))
+    if (this.#closed || this.#headersSent) return
+    this.#head = { status, headers }
+    this.#headersSent = true
   }
 
   /**
@@ -135,7 +159,10 @@ export class Exchange {
   write(chunk: Uint8Array): boolean {
     if (this.#closed) return false
     let ok = false
-    this.#write(() => { ok = this.#res.write(chunk) })
+    this.#write(() => {
+      this.#flushHead()
+      ok = this.#res.write(chunk)
+    })
     return ok
   }
 
@@ -147,7 +174,10 @@ export class Exchange {
   tryEnd(chunk: Uint8Array, totalSize: number): { ok: boolean; done: boolean } {
     if (this.#closed) return { ok: false, done: false }
     let result: [boolean, boolean] = [false, false]
-    this.#write(() => { result = this.#res.tryEnd(chunk, totalSize) })
+    this.#write(() => {
+      this.#flushHead()
+      result = this.#res.tryEnd(chunk, totalSize)
+    })
     if (result[1]) this.#settle('completed')
     return { ok: result[0], done: result[1] }
   }
@@ -180,7 +210,7 @@ export class Exchange {
    * HEAD gets the status and headers (with the length) and no body.
    */
   respondBuffered(status: number, headers: Readonly<Record<string, string>>, body: Uint8Array, options: { head?: boolean } = {}): Promise<CloseReason> {
-    if (options.head === true) {
+    if (options.head === true || this.method === 'HEAD') {
       this.respond(status, { ...headers, 'content-length': String(body.byteLength) }, undefined, { head: true })
     }
     return new Promise((resolve) => {
@@ -188,6 +218,7 @@ export class Exchange {
       if (this.#closed) return
       this.writeHead(status, headers)
       const total = body.byteLength
+      // The offset uWS reports is into this body: what it has not taken yet is the rest.
       const send = (offset: number): boolean => this.tryEnd(body.subarray(offset), total).ok
       if (!send(0) && !this.#closed) this.onWritable(send)
     })
@@ -197,7 +228,10 @@ export class Exchange {
   end(): void {
     if (this.#closed) return
     const draining = this.#hooks.draining()
-    this.#write(() => this.#res.end(undefined, draining))
+    this.#write(() => {
+      this.#flushHead()
+      this.#res.end(undefined, draining)
+    })
     this.#settle('completed')
   }
 
@@ -212,16 +246,34 @@ export class Exchange {
     this.#res.close()
   }
 
-  /** `closeHeader`: write `Connection: close` (streamed responses, whose headers leave before uWS could add it). */
-  #writeHead(status: number, headers: Readonly<Record<string, string>>, closeHeader: boolean): void {
+  /** The held status and headers of a streamed response, inside the cork of its first write. */
+  #flushHead(): void {
+    if (this.#head === undefined) return
+    const { status, headers } = this.#head
+    this.#head = undefined
+    this.#writeHead(status, headers, this.#hooks.draining())
+  }
+
+  /**
+   * The one place headers leave, so every field is checked here whatever
+   * route built it (defence in depth behind the upstream parser and the
+   * relay's allowlist): uWS writes bytes as given, and a CR or LF in a value
+   * would split the response or forge Set-Cookie and Location. A field that
+   * is not valid RFC 9110 syntax, or that frames the message (uWS writes
+   * Content-Length and Transfer-Encoding itself, and Connection below), is
+   * dropped, never written.
+   *
+   * `closeHeader`: write `Connection: close` (streamed responses and
+   * bodiless ones, whose headers leave before uWS could add it). `length`:
+   * the Content-Length of a bodiless answer, the one uWS does not write.
+   */
+  #writeHead(status: number, headers: Readonly<Record<string, string>>, closeHeader: boolean, length?: number): void {
     this.#res.writeStatus(statusLine(status))
     for (const name in headers) {
-      const value = headers[name]
-      // uWS writes Content-Length itself (from end, tryEnd or endWithoutBody); a second one is invalid.
-      // Every field is checked here, the one place headers leave: uWS writes
-      // bytes as given, so a CR or LF in a value would split the response.
-      if (value !== undefined && name !== 'content-length' && isValidField(name, value)) this.#res.writeHeader(name, value)
+      const field = responseField(name, headers[name])
+      if (field !== undefined) this.#res.writeHeader(field[0], field[1])
     }
+    if (length !== undefined) this.#res.writeHeader('content-length', String(length))
     if (closeHeader) this.#res.writeHeader('connection', 'close')
     this.#headersSent = true
   }
@@ -241,4 +293,14 @@ export class Exchange {
     }
     this.#hooks.settled(this)
   }
+}
+
+/** The body length a bodiless answer reports: a well-formed `content-length`, else the body's own. */
+function headLength(declared: string | undefined, body: Uint8Array | string | undefined): number | undefined {
+  if (declared !== undefined) {
+    // A malformed one is never passed on: no length is better than a false one.
+    return CONTENT_LENGTH.test(declared) ? Number(declared) : undefined
+  }
+  if (body === undefined) return undefined
+  return typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
 }

@@ -1,45 +1,57 @@
 /**
- * The streaming relay: an upstream body to one Exchange, bytes verbatim, with
+ * The streaming relay: an artifact body to one Exchange, bytes verbatim, with
  * bounded memory and backpressure end to end (SPEC.md 1.3, 4.4; STYLE.md
- * rules 1-3). Reusable by any streamed response.
+ * rules 1-3).
+ *
+ * The body is read straight off its upstream connection
+ * (engine/upstream/http1/artifact-body.ts): each chunk is a view of the
+ * connection's read buffer, handed to uWS as it is, nothing allocated per
+ * chunk. A view uWS could not take in full is kept, with the write offset it
+ * started at, and the connection reads nothing more until `onWritable` has
+ * sent the rest and the relay calls `proceed()`; so the buffer is never
+ * overwritten under a kept view, memory stays one buffer per exchange, and
+ * TCP holds the upstream back.
  *
  * - Known length (`content-length`): `tryEnd` chunk by chunk, as in
- *   uWebSockets.js examples/VideoStreamer.js. A chunk uWS could not take in
- *   full is kept with the write offset it started at, the source pauses, and
- *   `onWritable` resends the rest from the new write offset. uWS writes the
- *   Content-Length itself.
- * - Unknown length: `write` (chunked); when it reports backpressure the
- *   source pauses until `onWritable`.
+ *   uWebSockets.js examples/VideoStreamer.js; uWS writes the Content-Length
+ *   itself and copies nothing it could not send.
+ * - Unknown length: `write` (chunked); uWS keeps the unsent rest of that one
+ *   chunk, and the source waits for `onWritable`.
  * - Status and headers leave with the first byte, not before, so an upstream
  *   that fails before its first byte still gets the serve error model
  *   (403/404/500/503 with Retry-After). After the first byte a failure cuts
  *   the connection: the client sees a short body, never a silently
- *   truncated success. A body that ends short of its declared length, or
- *   runs past it, is such a failure.
+ *   truncated success. A body that runs past its declared length is such a
+ *   failure (one that ends short is refused by the connection's framing).
+ * - Only the headers named in RELAYED_HEADERS reach the client, each value
+ *   checked again here (and once more by the Exchange): whatever else an
+ *   upstream sends (Set-Cookie, Location, hop-by-hop fields) stays behind.
  * - The client going away destroys the upstream body, which aborts the
  *   upstream request and closes its socket.
- *
- * Two sources: an artifact body from engine/upstream/artifact-body.ts
- * is relayed by `relayArtifact` (views of its connection's read buffer,
- * nothing allocated per chunk: the throughput path); any other Readable by
- * the 'data'/pause/resume loop below.
- *
- * At most one chunk per exchange is held here; the source and the socket
- * below it hold the rest, and TCP holds the sender.
  */
-import type { Readable } from 'node:stream'
 import { ServiceError } from '../../engine/errors.js'
-import { ArtifactBody } from '../../engine/upstream/artifact-body.js'
-import { transportFailure } from '../../engine/upstream/transport-failure.js'
+import type { ArtifactBody } from '../../engine/upstream/http1/artifact-body.js'
+import { CONTENT_LENGTH, FIELD_VALUE } from '../../engine/upstream/http-field-syntax.js'
+import { transportFailure } from '../../engine/upstream/http1/transport-failure.js'
 import type { Exchange } from './exchange.js'
 
 export const DEFAULT_ARTIFACT_TYPE = 'application/octet-stream'
 
+/**
+ * The upstream response headers a relay passes on (SPEC.md 4.1 "safe
+ * response headers"): what describes the bytes and their caching.
+ * `content-encoding` goes with the bytes because they are relayed verbatim:
+ * an encoded body without it would reach the client corrupted.
+ * `content-length` is not here: uWS writes the length it sends. Nor is
+ * `accept-ranges`: the relay forwards no Range, so it serves no ranges.
+ */
+export const RELAYED_HEADERS = ['content-type', 'content-encoding', 'etag', 'last-modified', 'cache-control', 'expires', 'age'] as const
+
 export interface RelaySource {
   readonly status: number
-  /** Response headers already reduced to a safe subset; `content-length` gives the total size. */
+  /** Response headers by lower-case name; `content-length` gives the total size. Only RELAYED_HEADERS are passed on. */
   readonly headers: Readonly<Record<string, string | undefined>>
-  readonly body: Readable
+  readonly body: ArtifactBody
 }
 
 export interface RelayOptions {
@@ -60,182 +72,29 @@ export type RelayOutcome =
    */
   | { readonly kind: 'upstream-failed'; readonly bytes: number; readonly error: ServiceError; readonly afterFirstByte: boolean }
 
-/** Parses a Content-Length value; undefined when absent or not a plain non-negative integer. */
+/** Parses a Content-Length value; undefined when absent or not 1 to 15 digits (a safe integer). */
 export function declaredLength(value: string | undefined): number | undefined {
-  if (value === undefined || !/^\d+$/.test(value.trim())) return undefined
-  const n = Number(value.trim())
-  return Number.isSafeInteger(n) ? n : undefined
-}
-
-/** The headers to send: everything but the framing, which uWS writes, and a default content type. */
-function outgoingHeaders(headers: RelaySource['headers'], defaultType: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || name === 'content-length' || name === 'transfer-encoding' || name === 'connection') continue
-    out[name] = value
-  }
-  out['content-type'] ??= defaultType
-  return out
-}
-
-export function relayStream(exchange: Exchange, source: RelaySource, options: RelayOptions): Promise<RelayOutcome> {
-  if (source.body instanceof ArtifactBody) return relayArtifact(exchange, source.body, source, options)
-  const { body, status } = source
-  const total = declaredLength(source.headers['content-length'])
-  const headers = outgoingHeaders(source.headers, options.defaultContentType ?? DEFAULT_ARTIFACT_TYPE)
-
-  return new Promise<RelayOutcome>((resolve) => {
-    let bytes = 0
-    let started = false
-    let finished = false
-    /** Known length: the chunk uWS did not take in full, and the write offset it started at. */
-    let pending: Uint8Array | undefined
-    let pendingStart = 0
-    /** Unknown length: paused on backpressure until onWritable. */
-    let waiting = false
-    let upstreamEnded = false
-
-    const finish = (outcome: RelayOutcome): void => {
-      if (finished) return
-      finished = true
-      pending = undefined
-      body.off('data', onData)
-      body.off('end', onEnd)
-      body.off('close', onClose)
-      // After a delivery the body has ended, or is about to (its 'end' follows the
-      // last chunk): let it run out so its socket returns to the keep-alive pool.
-      // Any other ending destroys it, which aborts the request and closes the socket.
-      if (outcome.kind !== 'delivered') body.destroy()
-      else if (!upstreamEnded) body.resume()
-      resolve(outcome)
-    }
-
-    const fail = (err: unknown): void => {
-      if (finished) return
-      const error = err instanceof ServiceError ? err : transportFailure(err, options.upstream).error
-      if (!started) {
-        exchange.respondError(error, { head: exchange.method === 'HEAD' })
-        finish({ kind: 'upstream-failed', bytes, error, afterFirstByte: false })
-      } else {
-        // cut() runs the exchange's close hooks synchronously, as an abort: settle first.
-        finish({ kind: 'upstream-failed', bytes, error, afterFirstByte: true })
-        exchange.cut()
-      }
-    }
-
-    const shortBody = (): ServiceError =>
-      new ServiceError('UPSTREAM_UNAVAILABLE', { data: { upstream: options.upstream, reason: 'body shorter than its content-length', bytes, declared: total } })
-
-    const sendKnown = (chunk: Uint8Array, size: number): void => {
-      const start = exchange.writeOffset()
-      const { ok, done } = exchange.tryEnd(chunk, size)
-      if (done) {
-        finish({ kind: 'delivered', bytes })
-        return
-      }
-      if (!ok && !exchange.closed) {
-        pending = chunk
-        pendingStart = start
-        body.pause()
-      }
-    }
-
-    function onData(chunk: Buffer): void {
-      if (finished || chunk.byteLength === 0) return
-      bytes += chunk.byteLength
-      if (total !== undefined && bytes > total) {
-        fail(new ServiceError('UPSTREAM_UNAVAILABLE', { data: { upstream: options.upstream, reason: 'body longer than its content-length', declared: total } }))
-        return
-      }
-      if (!started) {
-        started = true
-        exchange.writeHead(status, headers)
-      }
-      if (total !== undefined) {
-        sendKnown(chunk, total)
-      } else if (!exchange.write(chunk) && !exchange.closed) {
-        waiting = true
-        body.pause()
-      }
-    }
-
-    function onEnd(): void {
-      upstreamEnded = true
-      if (finished) return
-      if (!started) {
-        if (total !== undefined && total > 0) {
-          fail(shortBody())
-          return
-        }
-        exchange.respond(status, headers, '')
-        finish({ kind: 'delivered', bytes })
-        return
-      }
-      if (total === undefined) {
-        // uWS takes the end of a chunked body even under backpressure and drains it itself.
-        exchange.end()
-        finish({ kind: 'delivered', bytes })
-        return
-      }
-      // The last chunk may still be waiting for onWritable; it finishes there.
-      if (pending === undefined && bytes < total) fail(shortBody())
-    }
-
-    function onClose(): void {
-      // A body closed without 'end' or 'error' was torn down from below.
-      if (!upstreamEnded) fail(new ServiceError('UPSTREAM_UNAVAILABLE', { data: { upstream: options.upstream, reason: 'body closed early' } }))
-    }
-
-    exchange.onWritable(() => {
-      if (finished) return
-      if (pending !== undefined && total !== undefined) {
-        // uWS may call this spuriously; the offset says how much of the chunk already left.
-        const rest = pending.subarray(exchange.writeOffset() - pendingStart)
-        const { ok, done } = exchange.tryEnd(rest, total)
-        if (done) {
-          finish({ kind: 'delivered', bytes })
-        } else if (ok) {
-          pending = undefined
-          if (upstreamEnded) {
-            if (bytes < total) fail(shortBody())
-          } else {
-            body.resume()
-          }
-        }
-        return
-      }
-      if (waiting) {
-        waiting = false
-        body.resume()
-      }
-    })
-
-    exchange.onClose((reason) => {
-      if (reason === 'aborted') finish({ kind: 'client-gone', bytes })
-    })
-    if (finished) return
-
-    body.on('data', onData)
-    body.on('end', onEnd)
-    body.on('error', fail)
-    body.on('close', onClose)
-    body.resume()
-  })
+  return value === undefined || !CONTENT_LENGTH.test(value) ? undefined : Number(value)
 }
 
 /**
- * The same contract for an artifact body read straight off its upstream
- * connection (engine/upstream/artifact-connection.ts): each chunk is a view of
- * the connection's read buffer, handed to uWS as it is. A chunk uWS could not
- * take in full is kept, with the write offset it started at, and the
- * connection reads nothing more until `onWritable` has sent the rest and the
- * relay calls `proceed()`; so the buffer is never overwritten under a kept
- * view, and memory stays one buffer per exchange.
+ * The headers a relayed answer carries: RELAYED_HEADERS only, a value that
+ * breaks RFC 9110 field syntax dropped, never written.
  */
-function relayArtifact(exchange: Exchange, body: ArtifactBody, source: RelaySource, options: RelayOptions): Promise<RelayOutcome> {
-  const { status } = source
+export function relayedHeaders(headers: RelaySource['headers']): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const name of RELAYED_HEADERS) {
+    const value = headers[name]
+    if (value !== undefined && FIELD_VALUE.test(value)) out[name] = value
+  }
+  return out
+}
+
+export function relayArtifact(exchange: Exchange, source: RelaySource, options: RelayOptions): Promise<RelayOutcome> {
+  const { status, body } = source
   const total = declaredLength(source.headers['content-length'])
-  const headers = outgoingHeaders(source.headers, options.defaultContentType ?? DEFAULT_ARTIFACT_TYPE)
+  const headers = relayedHeaders(source.headers)
+  headers['content-type'] ??= options.defaultContentType ?? DEFAULT_ARTIFACT_TYPE
 
   return new Promise<RelayOutcome>((resolve) => {
     let bytes = 0
@@ -279,10 +138,11 @@ function relayArtifact(exchange: Exchange, body: ArtifactBody, source: RelaySour
       }
       if (!started) {
         started = true
+        // Held by the Exchange and sent in the same cork as this first chunk.
         exchange.writeHead(status, headers)
       }
       if (total === undefined) {
-        // uWS keeps what the socket did not take (a copy): only the source waits.
+        // uWS keeps what the socket did not take (a copy of this one chunk): only the source waits.
         if (!exchange.write(chunk) && !exchange.closed) {
           waiting = true
           return false
@@ -315,16 +175,18 @@ function relayArtifact(exchange: Exchange, body: ArtifactBody, source: RelaySour
         return
       }
       if (total === undefined) {
+        // uWS takes the end of a chunked body even under backpressure and drains it itself.
         exchange.end()
         finish({ kind: 'delivered', bytes })
         return
       }
       // A known length ends in tryEnd (done); the connection framed the body by
-      // that same length, so an end without `done` means uWS still holds the tail.
+      // that same length, so an end without `done` means uWS still holds the
+      // tail, and onWritable finishes it.
     }
 
     exchange.onWritable(() => {
-      if (finished) return
+      if (finished) return true
       if (pending !== undefined && total !== undefined) {
         // uWS may call this spuriously; the offset says how much of the view already left.
         const rest = pending.subarray(exchange.writeOffset() - pendingStart)
@@ -336,12 +198,13 @@ function relayArtifact(exchange: Exchange, body: ArtifactBody, source: RelaySour
           pending = undefined
           body.proceed()
         }
-        return
+        return ok
       }
       if (waiting) {
         waiting = false
         body.proceed()
       }
+      return true
     })
 
     exchange.onClose((reason) => {

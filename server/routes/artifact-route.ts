@@ -40,11 +40,11 @@ import { checkMirrorJob, type MirrorJob } from '../../engine/mirror/mirror-job.j
 import { validateArtifactFilename, validatePackageName } from '../../engine/npm/names.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { BearerToken } from '../../engine/secret.js'
-import type { ArtifactResponse } from '../../engine/upstream/artifact-response.js'
+import type { ArtifactResponse } from '../../engine/upstream/http1/artifact-response.js'
 import { authorityOf } from '../../engine/upstream/egress-guard.js'
 import type { OpenArtifactOptions, UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import type { Exchange } from '../http/exchange.js'
-import { DEFAULT_ARTIFACT_TYPE, relayStream, type RelayOutcome } from '../http/relay.js'
+import { DEFAULT_ARTIFACT_TYPE, relayArtifact, relayedHeaders, type RelayOutcome } from '../http/relay.js'
 import type { ArtifactCounters, ArtifactLeg, ArtifactOutcome } from './artifact-counters.js'
 
 /** warn: a passed-through non-success, or a success visibly not an artifact (SPEC.md 4.4 public leg 6). */
@@ -155,11 +155,13 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
   const { logger, counters } = deps
   const clock = deps.clock ?? systemClock
 
-  /** Answers a bodiless upstream response (HEAD, 304, 204) with its status and safe headers. */
+  /** Answers a bodiless upstream response (HEAD, 304) with its status and the relayed headers. */
   const answerBodiless = (exchange: Exchange, response: ArtifactResponse): void => {
-    const headers: Record<string, string> = { ...response.headers }
-    if (isSuccess(response.statusCode) && response.statusCode !== 204) headers['content-type'] ??= DEFAULT_ARTIFACT_TYPE
-    // head: true keeps a HEAD's content-length as reported, and sends no body for a 304 or 204.
+    const headers = relayedHeaders(response.headers)
+    const length = response.headers['content-length']
+    if (length !== undefined) headers['content-length'] = length
+    if (isSuccess(response.statusCode)) headers['content-type'] ??= DEFAULT_ARTIFACT_TYPE
+    // head: true keeps a HEAD's content-length as reported; a 304 gets none (Exchange.respond).
     exchange.respond(response.statusCode, headers, undefined, { head: true })
   }
 
@@ -227,7 +229,7 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
       counters.relay('private', 'bodiless')
       return true
     }
-    const outcome = await relayStream(exchange, { status, headers: response.headers, body: response.body }, { upstream })
+    const outcome = await relayArtifact(exchange, { status, headers: response.headers, body: response.body }, { upstream })
     count('private', outcome)
     logUpstreamFailure('private', name, upstream, outcome)
     return true
@@ -333,7 +335,7 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
       counters.relay('public', 'bodiless')
       return
     }
-    const outcome = await relayStream(exchange, { status, headers: response.headers, body: response.body }, { upstream })
+    const outcome = await relayArtifact(exchange, { status, headers: response.headers, body: response.body }, { upstream })
     count('public', outcome)
     logUpstreamFailure('public', name, upstream, outcome)
     if (outcome.kind === 'delivered' && anomalous === undefined) {

@@ -22,37 +22,39 @@ export type JsRoute =
 const NOT_FOUND: JsRoute = Object.freeze({ kind: 'not_found' })
 
 export function matchJsRoute(method: string, rawPath: string): JsRoute {
+  // HEAD is GET without the body (RFC 9110 section 9.3.2): the same route, the
+  // same status and headers; the Exchange sends no body for it.
+  const read = method === 'GET' || method === 'HEAD'
   if (rawPath !== JS_PREFIX && !rawPath.startsWith(`${JS_PREFIX}/`)) return NOT_FOUND
   const segments = rawPath.slice(JS_PREFIX.length + 1).split('/')
   if (segments.length === 0 || segments[0] === '') return NOT_FOUND
 
-  if (segments[0] === '-') return matchSpecial(method, segments.slice(1))
+  if (segments[0] === '-') return matchSpecial(method, read, segments.slice(1))
 
   const split = splitPackage(segments)
   if (split === undefined) return NOT_FOUND
   const [pkg, rest] = split
   if (rest.length === 0) {
-    // HEAD mirrors GET's status and headers without a body (RFC 9110 section 9.3.2).
-    if (method === 'GET' || method === 'HEAD') return { kind: 'packument', package: pkg }
+    if (read) return { kind: 'packument', package: pkg }
     if (method === 'PUT') return { kind: 'publish', package: pkg }
     return NOT_FOUND
   }
-  if (rest.length === 2 && rest[0] === '-' && (method === 'GET' || method === 'HEAD')) {
+  if (rest.length === 2 && rest[0] === '-' && read) {
     return { kind: 'artifact', package: pkg, filename: rest[1] as string }
   }
   return NOT_FOUND
 }
 
-function matchSpecial(method: string, rest: readonly string[]): JsRoute {
-  if (rest.length === 1 && rest[0] === 'ping') return method === 'GET' ? { kind: 'ping' } : NOT_FOUND
+function matchSpecial(method: string, read: boolean, rest: readonly string[]): JsRoute {
+  if (rest.length === 1 && rest[0] === 'ping') return read ? { kind: 'ping' } : NOT_FOUND
   if (rest.length === 2 && rest[0] === 'v1' && rest[1] === 'search') {
-    return method === 'GET' ? { kind: 'unsupported', what: 'search' } : NOT_FOUND
+    return read ? { kind: 'unsupported', what: 'search' } : NOT_FOUND
   }
   if (rest[0] === 'package') {
     const split = splitPackage(rest.slice(1))
     if (split === undefined) return NOT_FOUND
     const [, tail] = split
-    if (tail.length === 1 && tail[0] === 'dist-tags' && method === 'GET') return { kind: 'unsupported', what: 'dist-tags' }
+    if (tail.length === 1 && tail[0] === 'dist-tags' && read) return { kind: 'unsupported', what: 'dist-tags' }
     if (tail.length === 2 && tail[0] === 'dist-tags' && tail[1] !== '' && (method === 'PUT' || method === 'DELETE')) {
       return { kind: 'unsupported', what: 'dist-tags' }
     }

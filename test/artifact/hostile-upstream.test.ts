@@ -187,6 +187,9 @@ t.test('a 206 or an unprompted 304 is not the artifact: the public leg answers 5
     t.equal(res.status, 503, `public ${name}: 503`)
     t.ok(res.headers['retry-after'], `public ${name}: Retry-After`)
     t.equal(route.jobs.length, 0, `public ${name}: no job`)
+    const head = await route.head('/js/a/-/a-1.0.0.tgz')
+    t.equal(head.status, 503, `public ${name}, HEAD: 503`)
+    t.equal(head.body.byteLength, 0, `public ${name}, HEAD: no body`)
 
     const privateOrigin = await rawUpstream(t, answer)
     const priv = makeClient(t, { url: privateOrigin, trusted: true }).client
@@ -194,5 +197,8 @@ t.test('a 206 or an unprompted 304 is not the artifact: the public leg answers 5
     const fell = await both.get('/js/a/-/a-1.0.0.tgz')
     t.equal(fell.status, 200, `private ${name}: fell through`)
     t.ok(fell.body.equals(TARBALL), `private ${name}: the public leg's whole artifact`)
+    const fellHead = await both.head('/js/a/-/a-1.0.0.tgz')
+    t.equal(fellHead.status, 200, `private ${name}, HEAD: fell through`)
+    t.equal(fellHead.headers['content-length'], String(TARBALL.byteLength), `private ${name}, HEAD: the public leg's length`)
   }
 })

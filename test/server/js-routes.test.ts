@@ -3,7 +3,14 @@ import { matchJsRoute } from '../../server/routes/js-routes.js'
 
 const cases: [string, string, unknown][] = [
   ['GET', '/js/-/ping', { kind: 'ping' }],
-  ['HEAD', '/js/-/ping', { kind: 'not_found' }],
+  // HEAD is GET without the body (RFC 9110 section 9.3.2): every GET route answers it.
+  ['HEAD', '/js/-/ping', { kind: 'ping' }],
+  ['HEAD', '/js/-/v1/search', { kind: 'unsupported', what: 'search' }],
+  ['HEAD', '/js/-/package/lodash/dist-tags', { kind: 'unsupported', what: 'dist-tags' }],
+  ['HEAD', '/js/lodash', { kind: 'packument', package: 'lodash' }],
+  ['HEAD', '/js/@types/node', { kind: 'packument', package: '@types%2fnode' }],
+  ['HEAD', '/js/lodash/x', { kind: 'not_found' }],
+  ['POST', '/js/-/ping', { kind: 'not_found' }],
   ['GET', '/js/-/v1/search', { kind: 'unsupported', what: 'search' }],
   ['GET', '/js/-/package/lodash/dist-tags', { kind: 'unsupported', what: 'dist-tags' }],
   ['PUT', '/js/-/package/@s%2Fn/dist-tags/next', { kind: 'unsupported', what: 'dist-tags' }],
