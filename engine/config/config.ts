@@ -51,6 +51,8 @@ export interface Config {
     readonly host: string
     readonly baseUrl: string
     readonly shutdownDrainTimeout: number
+    /** The compatibility listener's port (server/http/compat-listener.ts); undefined: off. */
+    readonly compatPort?: number
   }
   readonly observability: {
     readonly logFormat: LogFormat
@@ -69,6 +71,7 @@ export interface Config {
     readonly maxVersionCount: number
     readonly maxArtifactCount: number
     readonly maxArtifactBytes: number
+    readonly mirrorConcurrency: number
   }
   readonly cache: { readonly maxBytes: number }
   readonly queue: {

@@ -27,6 +27,7 @@ const ServerSchema = Type.Object({
   host: Type.Optional(Type.String({ default: '0.0.0.0', description: 'address the listener binds' })),
   baseUrl: Type.Optional(Url('{base_url}: the externally reachable base address; default http://localhost:{port}')),
   shutdownDrainTimeout: Type.Optional(Seconds(30, 'bound of the graceful drain, seconds')),
+  compatPort: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'a second listener on node:http for HTTP/1.0, pipelining and health-check clients; unset: off' })),
 }, { ...closed, default: {} })
 
 const ObservabilitySchema = Type.Object({
@@ -47,7 +48,8 @@ const LimitsSchema = Type.Object({
   maxResponseBytes: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic' })),
   maxVersionCount: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic' })),
   maxArtifactCount: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic' })),
-  maxArtifactBytes: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic' })),
+  maxArtifactBytes: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'largest artifact the mirror accepts; 0 = automatic (512 MiB)' })),
+  mirrorConcurrency: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'mirror jobs at once; 0 = automatic (2)' })),
 }, { ...closed, default: {} })
 
 const CacheSchema = Type.Object({

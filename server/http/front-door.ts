@@ -6,10 +6,15 @@
  * becomes an Exchange, counted until it settles (completed, aborted or cut).
  * A handler that throws, or whose promise rejects, answers 500 in the
  * envelope, never a hung response or a crashed process.
+ *
+ * With `compatPort` the same routes are also served on node:http at that
+ * port, for the clients the uWS port cannot answer (HTTP/1.0, many header
+ * lines, pipelining behind a pending answer): see compat-listener.ts.
  */
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from 'uWebSockets.js'
 import { ServiceError, toServiceError } from '../../engine/errors.js'
 import type { Logger } from '../../engine/log/logger.js'
+import { CompatListener, CompatRoutes } from './compat-listener.js'
 import { Exchange } from './exchange.js'
 import { requestFramingRefusal } from './request-framing.js'
 
@@ -21,6 +26,8 @@ export interface FrontDoorOptions {
   readonly host: string
   readonly port: number
   readonly logger: Logger
+  /** Also serve every route on node:http at this port (0: any free port); unset: no such listener. */
+  readonly compatPort?: number
 }
 
 export class FrontDoor {
@@ -29,6 +36,8 @@ export class FrontDoor {
   readonly #logger: Logger
   #socket: us_listen_socket | undefined
   #port = 0
+  readonly #compatRoutes = new CompatRoutes()
+  readonly #compat: CompatListener | undefined
   #draining = false
   #inFlight = 0
   #idleWaiters: (() => void)[] = []
@@ -37,18 +46,38 @@ export class FrontDoor {
     this.#options = options
     this.#logger = options.logger
     this.#app = uWS.App()
+    this.#compat = options.compatPort === undefined
+      ? undefined
+      : new CompatListener(this.#compatRoutes, (res, req, route) => this.#dispatch(res, req, route.handler as Handler))
   }
 
   get port(): number { return this.#port }
+  /** The node:http listener's port; 0 when there is none or before listen. */
+  get compatPort(): number { return this.#compat?.port ?? 0 }
   get inFlight(): number { return this.#inFlight }
   get draining(): boolean { return this.#draining }
 
   route(method: Method, pattern: string, handler: Handler): this {
     this.#app[method](pattern, (res: HttpResponse, req: HttpRequest) => this.#dispatch(res, req, handler))
+    this.#compatRoutes.add(method, pattern, handler)
     return this
   }
 
-  listen(): Promise<number> {
+  async listen(): Promise<number> {
+    const port = await this.#listenUws()
+    const { host, compatPort } = this.#options
+    if (this.#compat !== undefined && compatPort !== undefined) {
+      try {
+        await this.#compat.listen(host, compatPort)
+      } catch (error) {
+        this.stopAccepting()
+        throw new ServiceError('BOOT_UNBUILDABLE', { message: `cannot listen on ${host}:${compatPort}`, cause: error })
+      }
+    }
+    return port
+  }
+
+  #listenUws(): Promise<number> {
     const { host, port } = this.#options
     return new Promise((resolve, reject) => {
       this.#app.listen(host, port, (socket) => {
@@ -74,6 +103,7 @@ export class FrontDoor {
       uWS.us_listen_socket_close(this.#socket)
       this.#socket = undefined
     }
+    this.#compat?.stopAccepting()
   }
 
   /** Resolves when no request is in flight. */

@@ -121,7 +121,7 @@ export async function startPilot(ctx: RoleContext): Promise<RunningRole> {
   const ecosystems = pilotEcosystems(config)
   const schedule = new PilotSchedule({ ecosystems, store: describeObjectStore(config.store), clock, logger })
 
-  const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger })
+  const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()
   const liveness = new Liveness()
   mountProbes(door, liveness, readiness)

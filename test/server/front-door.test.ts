@@ -1,4 +1,7 @@
 import t from 'tap'
+import { connect } from 'node:net'
+import { once } from 'node:events'
+import { freePort } from '../helpers/ports.js'
 import { OFFLINE_JS_MOUNT, startTestProxy } from '../helpers/proxy.js'
 
 t.test('fixed routes of the /js mount (SPEC.md 4.1)', async (t) => {
@@ -80,4 +83,20 @@ t.test('a request that comes back carrying our own hop marker is a loop: 502', a
   t.equal(res.status, 502)
   const ping = await proxy.get('/js/-/ping', { via: `1.1 registry-proxy.127.0.0.1-${proxy.port}` })
   t.equal(ping.status, 200, 'ping is answered locally and never loops')
+})
+
+t.test('server.compatPort: the proxy also answers HTTP/1.0 health checks on its compatibility port', async (t) => {
+  const compatPort = await freePort()
+  const proxy = await startTestProxy(t, { document: { server: { compatPort } } })
+  const socket = connect(compatPort, '127.0.0.1')
+  t.teardown(() => socket.destroy())
+  await once(socket, 'connect')
+  let text = ''
+  socket.on('data', (c: Buffer) => { text += c.toString('latin1') })
+  socket.write('GET /readyz HTTP/1.0\r\n\r\n')
+  await once(socket, 'close')
+  t.match(text, /^HTTP\/1\.[01] 200 /, 'answered')
+  t.notMatch(text.toLowerCase(), /transfer-encoding: chunked/, 'no chunked encoding for HTTP/1.0')
+  t.match(text, /"status":"ready"/)
+  t.equal(proxy.config.server.compatPort, compatPort)
 })
