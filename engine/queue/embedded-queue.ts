@@ -16,6 +16,15 @@
  * Dead-lettering is at least once: the message is made durable in the
  * dead-letter queue before its removal here is journalled, so a crash in
  * between can leave a duplicate, never a loss. It keeps its message id.
+ *
+ * Bounded (issue 12, embedded-queue-bounds.ts): a body over `maxBodyBytes`
+ * is refused (`too-large`); a send whose `dedupKey` names a pending message
+ * adds nothing; past `maxJobs` or `maxBytes` of pending bodies a new send is
+ * dropped (`full`), logged once per episode and counted, and the pending
+ * messages are kept. Replay applies the same bounds in journal order, so a
+ * journal an older build let grow opens within them, says what it dropped
+ * and is compacted at once. The journal is compacted whenever garbage
+ * dominates it, in lines or in bytes.
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
@@ -27,10 +36,12 @@ import { silentLogger } from '../log/logger.js'
 import type { Logger } from '../log/logger.js'
 import { checkReceive, checkSend, checkVisibility } from './queue-arguments.js'
 import { QueueJournal } from './queue-journal.js'
-import type { JournalHealth, JournalRecord, SendRecord } from './queue-journal.js'
+import type { JournalFiles, JournalHealth, JournalRecord, SendRecord } from './queue-journal.js'
 import { QUEUE_LIMITS, QueueFailureReason } from './queue.js'
-import type { Queue, QueueAttributes, QueueMessage, ReceiveOptions, SendOptions } from './queue.js'
+import type { Queue, QueueAttributes, QueueMessage, ReceiveOptions, SendOptions, SendResult } from './queue.js'
 import { VisibilityHeap } from './visibility-heap.js'
+import { checkBounds, DEAD_LETTERS_DROPPED, maxLineBytesFor, QUEUE_FULL, QUEUE_REPLAY_DROPPED, QUEUE_ROOM_AGAIN } from './embedded-queue-bounds.js'
+import type { EmbeddedQueueBounds } from './embedded-queue-bounds.js'
 
 export interface EmbeddedRedrive {
   /** Receives after which the next delivery goes to the dead-letter queue; at least 1. */
@@ -49,11 +60,52 @@ export interface EmbeddedQueueOptions {
   readonly redrive?: EmbeddedRedrive
   /** Journal lines below which no compaction happens. Default 1024. */
   readonly compactionFloor?: number
+  /** Largest body in UTF-8 bytes. Default EMBEDDED_QUEUE_BOUNDS.maxBodyBytes (8 KiB). */
+  readonly maxBodyBytes?: number
+  /** Most pending messages. Default EMBEDDED_QUEUE_BOUNDS.maxJobs (10,000). */
+  readonly maxJobs?: number
+  /** Most pending body bytes. Default EMBEDDED_QUEUE_BOUNDS.maxBytes (16 MiB). */
+  readonly maxBytes?: number
+  /** The journal's file operations; a seam for tests that inject a failing disk. */
+  readonly files?: JournalFiles
+}
+
+export interface EmbeddedQueueHealth extends JournalHealth {
+  /** True from a send dropped for the bound of jobs or bytes until the next accepted send (a full episode). */
+  readonly full: boolean
+}
+
+/** Counters since open, for the role's metrics; gauges of the current state. */
+export interface EmbeddedQueueStats {
+  /** Pending messages (visible, delayed or in flight). */
+  readonly jobs: number
+  /** Their body bytes. */
+  readonly bytes: number
+  readonly journalBytes: number
+  readonly journalLines: number
+  /** Sends that added a message. */
+  readonly sent: number
+  /** Sends answered by a pending message with the same dedupKey. */
+  readonly deduplicated: number
+  /** Sends refused with reason `too-large`. */
+  readonly refusedTooLarge: number
+  /** Sends dropped with reason `full`. */
+  readonly droppedFull: number
+  /** Messages in the journal that open did not keep (too large, or beyond the bound). */
+  readonly droppedAtReplay: number
+  /** Messages over their receive budget that the dead-letter queue had no room for. */
+  readonly deadLettersDropped: number
+  /** Journal rewrites: compactions, and recoveries after a write failure. */
+  readonly compactions: number
+  readonly writeFailures: number
 }
 
 interface Entry {
   readonly id: string
   readonly body: string
+  /** The body's UTF-8 bytes, what the byte bound counts. */
+  readonly size: number
+  readonly key: string | undefined
   readonly seq: number
   visibleAt: number
   count: number
@@ -61,6 +113,8 @@ interface Entry {
   receivedAt: number | null
   /** Bumped on every change; heap entries with an older version are stale. */
   version: number
+  /** Until its send record is durable: a de-duplicated send waits for it too. */
+  written?: Promise<void>
 }
 
 interface Slot {
@@ -73,6 +127,12 @@ interface Slot {
 /** SQS's ceiling: a receipt's visibility never reaches past twelve hours from its receive. */
 const RECEIPT_LIFETIME_MS = QUEUE_LIMITS.maxVisibilitySeconds * 1000
 const RECEIPT_SEPARATOR = '.'
+/** Journal bytes allowed beyond twice the live state before a compaction. */
+const JOURNAL_SLACK_BYTES = 4 * 1024 * 1024
+/** Bookkeeping bytes per pending message in the journal (ids, times, receipt), for the byte trigger. */
+const RECORD_OVERHEAD_BYTES = 200
+/** Message ids named in a replay-drop warning; the rest are counted. */
+const DROPPED_IDS_SHOWN = 10
 
 export class EmbeddedQueue implements Queue {
   readonly name: string
@@ -81,19 +141,29 @@ export class EmbeddedQueue implements Queue {
   readonly #clock: Clock
   readonly #redrive: EmbeddedRedrive | undefined
   readonly #compactionFloor: number
+  readonly #bounds: EmbeddedQueueBounds
+  readonly #logger: Logger
   readonly #entries = new Map<string, Entry>()
+  /** Pending messages by dedupKey. */
+  readonly #keys = new Map<string, Entry>()
   readonly #heap = new VisibilityHeap<Slot>()
   readonly #waiters = new Set<() => void>()
+  #bytes = 0
   #seq = 0
   #closed = false
+  /** Drops in the current full episode; undefined while the queue has room. */
+  #fullEpisode: { dropped: number } | undefined
+  readonly #counts = { sent: 0, deduplicated: 0, refusedTooLarge: 0, droppedFull: 0, droppedAtReplay: 0, deadLettersDropped: 0 }
 
-  private constructor(dir: string, journal: QueueJournal, options: EmbeddedQueueOptions) {
+  private constructor(dir: string, journal: QueueJournal, options: EmbeddedQueueOptions, bounds: EmbeddedQueueBounds) {
     this.name = options.name ?? basename(dir)
     this.#dir = dir
     this.#journal = journal
     this.#clock = options.clock ?? systemClock
     this.#redrive = options.redrive
     this.#compactionFloor = options.compactionFloor ?? 1024
+    this.#bounds = bounds
+    this.#logger = options.logger ?? silentLogger
   }
 
   static async open(options: EmbeddedQueueOptions): Promise<EmbeddedQueue> {
@@ -109,31 +179,88 @@ export class EmbeddedQueue implements Queue {
     if (redrive !== undefined && redrive.deadLetterQueue.#dir === dir) {
       throw new TypeError('EmbeddedQueue: a queue cannot be its own dead-letter queue')
     }
-    let opened: Awaited<ReturnType<typeof QueueJournal.open>>
+    const bounds = checkBounds(options)
+    const logger = options.logger ?? silentLogger
+    // The journal exists before the queue does: replay fills this holder, which the queue then adopts.
+    const replayed = new ReplayState(bounds)
+    let journal: QueueJournal
     try {
       await mkdir(dir, { recursive: true })
-      opened = await QueueJournal.open(dir, options.logger ?? silentLogger)
+      journal = await QueueJournal.open(dir, {
+        logger, maxLineBytes: maxLineBytesFor(bounds.maxBodyBytes), files: options.files,
+        replay: { record: (r) => replayed.apply(r), overLong: (op, id) => replayed.overLong(op, id) },
+      })
     } catch (error) {
       throw toServiceError(error, 'QUEUE_FAILURE')
     }
-    const queue = new EmbeddedQueue(dir, opened.journal, options)
-    opened.journal.setLiveState(() => queue.#liveState())
-    for (const record of opened.records) queue.#replay(record)
-    for (const entry of queue.#entries.values()) queue.#schedule(entry)
+    const queue = new EmbeddedQueue(dir, journal, options, bounds)
+    journal.setLiveState(() => queue.#liveState())
+    queue.#adoptReplay(replayed)
+    if (replayed.dropped.count > 0) {
+      logger.warn(QUEUE_REPLAY_DROPPED, {
+        dir, tooLarge: replayed.dropped.tooLarge, beyondBound: replayed.dropped.beyondBound,
+        ids: replayed.dropped.ids, kept: queue.#entries.size, maxBodyBytes: bounds.maxBodyBytes, maxJobs: bounds.maxJobs, maxBytes: bounds.maxBytes,
+      })
+    }
+    // Dropped messages are in the file until it is rewritten: compact before the first append.
+    if (replayed.dropped.count > 0 || queue.#garbageDominates()) await journal.compactNow(queue.#liveState())
     return queue
   }
 
-  /** Whether the queue takes work now (false while its journal cannot be written), for readiness. */
-  health(): JournalHealth {
-    return this.#journal.health()
+  /** Whether the queue takes work now: `writable` is false while its journal cannot be written (readiness reads it). */
+  health(): EmbeddedQueueHealth {
+    return { ...this.#journal.health(), full: this.#fullEpisode !== undefined }
   }
 
-  async send(body: string, options: SendOptions = {}): Promise<{ messageId: string }> {
+  stats(): EmbeddedQueueStats {
+    return {
+      jobs: this.#entries.size, bytes: this.#bytes, journalBytes: this.#journal.bytes, journalLines: this.#journal.lines,
+      ...this.#counts, compactions: this.#journal.compactions, writeFailures: this.#journal.health().writeFailures,
+    }
+  }
+
+  async send(body: string, options: SendOptions = {}): Promise<SendResult> {
     this.#checkOpen()
     checkSend(body, options)
+    const size = Buffer.byteLength(body)
+    if (size > this.#bounds.maxBodyBytes) {
+      this.#counts.refusedTooLarge++
+      throw new ServiceError('QUEUE_FAILURE', {
+        message: `the message body exceeds this queue's ${this.#bounds.maxBodyBytes} bytes`,
+        data: { reason: QueueFailureReason.TOO_LARGE, bytes: size, maxBodyBytes: this.#bounds.maxBodyBytes },
+      })
+    }
+    // Refused before any state changes while the journal cannot be written.
+    await this.#journal.writable()
+    this.#checkOpen()
+    // From here to the append, nothing awaits: the key check and the insert are one step.
+    const key = options.dedupKey
+    const pending = key === undefined ? undefined : this.#keys.get(key)
+    if (pending !== undefined) {
+      this.#counts.deduplicated++
+      await pending.written // the pending send may still be on its way to disk; its failure is this send's too
+      return { messageId: pending.id, deduplicated: true }
+    }
+    if (this.#entries.size >= this.#bounds.maxJobs || this.#bytes + size > this.#bounds.maxBytes) throw this.#full()
+    if (this.#fullEpisode !== undefined) {
+      this.#logger.info(QUEUE_ROOM_AGAIN, { dir: this.#dir, dropped: this.#fullEpisode.dropped, jobs: this.#entries.size, bytes: this.#bytes })
+      this.#fullEpisode = undefined
+    }
     const id = randomUUID()
-    const visibleAt = this.#clock.now() + (options.delaySeconds ?? 0) * 1000
-    await this.#admit(id, body, visibleAt)
+    const entry = this.#insert(id, body, size, key, this.#clock.now() + (options.delaySeconds ?? 0) * 1000)
+    this.#wake()
+    entry.written = this.#appendAndMaybeCompact([toSendRecord(entry)])
+    entry.written.catch(() => {}) // awaited below; de-duplicated senders may await it too
+    try {
+      await entry.written
+    } catch (error) {
+      // The sender is told it failed: unless a receiver already has it, the message goes
+      // (a recovery rewrite persists memory, and must not persist what was refused).
+      if (this.#entries.get(id) === entry && entry.count === 0) this.#remove(entry)
+      throw error
+    }
+    delete entry.written
+    this.#counts.sent++
     return { messageId: id }
   }
 
@@ -177,7 +304,7 @@ export class EmbeddedQueue implements Queue {
     const entry = this.#entries.get(id)
     if (entry === undefined) return // already deleted or dead-lettered: SQS answers success
     if (entry.receipt !== nonce) throw stale()
-    this.#entries.delete(id)
+    this.#remove(entry)
     await this.#appendAndMaybeCompact([{ op: 'delete', id }])
   }
 
@@ -207,7 +334,7 @@ export class EmbeddedQueue implements Queue {
       const entry = this.#nextVisible(now)
       if (entry === undefined) break
       if (budget !== undefined && entry.count >= budget) {
-        this.#entries.delete(entry.id)
+        this.#remove(entry)
         deadLetters.push(entry)
         continue
       }
@@ -229,7 +356,7 @@ export class EmbeddedQueue implements Queue {
       } catch (error) {
         // Not moved: keep them here, visible, and let a later receive try again.
         for (const entry of deadLetters) {
-          this.#entries.set(entry.id, entry)
+          this.#restore(entry)
           entry.version++
           this.#schedule(entry)
         }
@@ -254,31 +381,66 @@ export class EmbeddedQueue implements Queue {
     }
   }
 
-  /** Messages moved here from a queue whose redrive budget they exhausted. */
+  /**
+   * Messages moved here from a queue whose redrive budget they exhausted.
+   * Those beyond this queue's bound are dropped, logged at error and counted:
+   * a full dead-letter queue must not stall the source queue's receives.
+   */
   async #adopt(entries: readonly Entry[]): Promise<void> {
     this.#checkOpen()
+    await this.#journal.writable()
     const now = this.#clock.now()
     const records: SendRecord[] = []
+    const dropped: string[] = []
     for (const moved of entries) {
       if (this.#entries.has(moved.id)) continue // a duplicate move after a crash
-      const entry = this.#insert(moved.id, moved.body, now)
+      if (this.#entries.size >= this.#bounds.maxJobs || this.#bytes + moved.size > this.#bounds.maxBytes) {
+        dropped.push(moved.id)
+        continue
+      }
+      const entry = this.#insert(moved.id, moved.body, moved.size, undefined, now)
       records.push(toSendRecord(entry))
+    }
+    if (dropped.length > 0) {
+      this.#counts.deadLettersDropped += dropped.length
+      this.#logger.error(DEAD_LETTERS_DROPPED, { dir: this.#dir, ids: dropped.slice(0, DROPPED_IDS_SHOWN), dropped: dropped.length })
     }
     this.#wake()
     await this.#appendAndMaybeCompact(records)
   }
 
-  async #admit(id: string, body: string, visibleAt: number): Promise<void> {
-    const entry = this.#insert(id, body, visibleAt)
-    this.#wake()
-    await this.#appendAndMaybeCompact([toSendRecord(entry)])
+  #full(): ServiceError {
+    this.#counts.droppedFull++
+    if (this.#fullEpisode === undefined) {
+      this.#fullEpisode = { dropped: 0 }
+      this.#logger.warn(QUEUE_FULL, { dir: this.#dir, jobs: this.#entries.size, bytes: this.#bytes, maxJobs: this.#bounds.maxJobs, maxBytes: this.#bounds.maxBytes })
+    }
+    this.#fullEpisode.dropped++
+    return new ServiceError('QUEUE_FAILURE', {
+      message: 'the queue holds its bound of jobs or bytes; the new message was dropped',
+      data: { reason: QueueFailureReason.FULL, jobs: this.#entries.size, bytes: this.#bytes },
+    })
   }
 
-  #insert(id: string, body: string, visibleAt: number): Entry {
-    const entry: Entry = { id, body, seq: this.#seq++, visibleAt, count: 0, receipt: null, receivedAt: null, version: 0 }
-    this.#entries.set(id, entry)
+  #insert(id: string, body: string, size: number, key: string | undefined, visibleAt: number): Entry {
+    const entry: Entry = { id, body, size, key, seq: this.#seq++, visibleAt, count: 0, receipt: null, receivedAt: null, version: 0 }
+    this.#restore(entry)
     this.#schedule(entry)
     return entry
+  }
+
+  /** Makes `entry` pending: counted against the bound and findable by its key. */
+  #restore(entry: Entry): void {
+    this.#entries.set(entry.id, entry)
+    this.#bytes += entry.size
+    if (entry.key !== undefined && !this.#keys.has(entry.key)) this.#keys.set(entry.key, entry)
+  }
+
+  #remove(entry: Entry): void {
+    if (this.#entries.get(entry.id) !== entry) return
+    this.#entries.delete(entry.id)
+    this.#bytes -= entry.size
+    if (entry.key !== undefined && this.#keys.get(entry.key) === entry) this.#keys.delete(entry.key)
   }
 
   #schedule(entry: Entry): void {
@@ -290,31 +452,14 @@ export class EmbeddedQueue implements Queue {
     }
   }
 
-  #replay(record: JournalRecord): void {
-    const entry = this.#entries.get(record.id)
-    switch (record.op) {
-      case 'send': {
-        if (entry !== undefined) return // replayed again after a compaction snapshot
-        this.#entries.set(record.id, {
-          id: record.id, body: record.body, seq: this.#seq++, visibleAt: record.visibleAt, count: record.count,
-          receipt: record.receipt ?? null, receivedAt: record.receivedAt ?? null, version: 0,
-        })
-        return
-      }
-      case 'receive':
-        if (entry === undefined) return
-        entry.receipt = record.receipt
-        entry.count = record.count
-        entry.visibleAt = record.visibleAt
-        entry.receivedAt = record.receivedAt
-        return
-      case 'visibility':
-        if (entry !== undefined) entry.visibleAt = record.visibleAt
-        return
-      case 'delete':
-      case 'dead-letter':
-        this.#entries.delete(record.id)
+  /** Takes over the state replay built, in journal order. */
+  #adoptReplay(replayed: ReplayState): void {
+    for (const entry of replayed.entries.values()) {
+      const kept = { ...entry, seq: this.#seq++ }
+      this.#restore(kept)
+      this.#schedule(kept)
     }
+    this.#counts.droppedAtReplay = replayed.dropped.count
   }
 
   /** Every live message as one absolute record: a compaction snapshot, or the rewrite after a write failure. */
@@ -324,11 +469,20 @@ export class EmbeddedQueue implements Queue {
 
   async #appendAndMaybeCompact(records: JournalRecord[]): Promise<void> {
     const done = this.#journal.append(records)
-    // Garbage dominates when the file holds far more lines than live messages need.
-    if (this.#journal.lines > this.#compactionFloor && this.#journal.lines > 4 * this.#entries.size) {
-      this.#journal.compact(() => this.#liveState())
-    }
+    if (this.#garbageDominates()) this.#journal.compact(() => this.#liveState())
     await done
+  }
+
+  /**
+   * Garbage dominates when the file holds far more lines than live messages
+   * need, or far more bytes: the byte test keeps the journal within about
+   * twice the live state plus JOURNAL_SLACK_BYTES however long the bodies.
+   */
+  #garbageDominates(): boolean {
+    const lines = this.#journal.lines
+    if (lines > this.#compactionFloor && lines > 4 * this.#entries.size) return true
+    const live = this.#bytes + RECORD_OVERHEAD_BYTES * this.#entries.size
+    return this.#journal.bytes > 2 * live + JOURNAL_SLACK_BYTES
   }
 
   #current(receiptHandle: string): Entry {
@@ -367,7 +521,72 @@ export class EmbeddedQueue implements Queue {
 }
 
 function toSendRecord(e: Entry): SendRecord {
-  return { op: 'send', id: e.id, body: e.body, visibleAt: e.visibleAt, count: e.count, receipt: e.receipt, receivedAt: e.receivedAt }
+  const record: SendRecord = { op: 'send', id: e.id, body: e.body, visibleAt: e.visibleAt, count: e.count, receipt: e.receipt, receivedAt: e.receivedAt }
+  return e.key === undefined ? record : { ...record, key: e.key }
+}
+
+type ReplayedEntry = Omit<Entry, 'seq'>
+
+/**
+ * The queue's state while the journal streams past, under the same bounds as
+ * live sends: a message the bound has no room for when its send record comes
+ * is dropped, as a send at that moment would have been. Memory stays within
+ * the bound however large the file.
+ */
+class ReplayState {
+  readonly entries = new Map<string, ReplayedEntry>()
+  readonly dropped = { count: 0, tooLarge: 0, beyondBound: 0, ids: [] as string[] }
+  readonly #bounds: EmbeddedQueueBounds
+  #bytes = 0
+
+  constructor(bounds: EmbeddedQueueBounds) {
+    this.#bounds = bounds
+  }
+
+  apply(record: JournalRecord): void {
+    const entry = this.entries.get(record.id)
+    switch (record.op) {
+      case 'send': {
+        if (entry !== undefined) return // replayed again after a compaction snapshot
+        const size = Buffer.byteLength(record.body)
+        if (size > this.#bounds.maxBodyBytes) return this.#drop(record.id, 'tooLarge')
+        if (this.entries.size >= this.#bounds.maxJobs || this.#bytes + size > this.#bounds.maxBytes) return this.#drop(record.id, 'beyondBound')
+        this.#bytes += size
+        this.entries.set(record.id, {
+          id: record.id, body: record.body, size, key: record.key, visibleAt: record.visibleAt, count: record.count,
+          receipt: record.receipt ?? null, receivedAt: record.receivedAt ?? null, version: 0,
+        })
+        return
+      }
+      case 'receive':
+        if (entry === undefined) return
+        entry.receipt = record.receipt
+        entry.count = record.count
+        entry.visibleAt = record.visibleAt
+        entry.receivedAt = record.receivedAt
+        return
+      case 'visibility':
+        if (entry !== undefined) entry.visibleAt = record.visibleAt
+        return
+      case 'delete':
+      case 'dead-letter':
+        if (entry === undefined) return
+        this.entries.delete(record.id)
+        this.#bytes -= entry.size
+    }
+  }
+
+  /** A line too long to read: a send whose body is over any bound this build keeps. */
+  overLong(op: string | undefined, id: string | undefined): void {
+    if (id !== undefined && this.entries.has(id)) return // a snapshot of a message already kept
+    this.#drop(id ?? `(unreadable ${op ?? 'record'})`, 'tooLarge')
+  }
+
+  #drop(id: string, why: 'tooLarge' | 'beyondBound'): void {
+    this.dropped.count++
+    this.dropped[why]++
+    if (this.dropped.ids.length < DROPPED_IDS_SHOWN) this.dropped.ids.push(id)
+  }
 }
 
 function parseReceipt(receiptHandle: unknown): { id: string, nonce: string } {

@@ -8,6 +8,8 @@ import type { ReceiveOptions, SendOptions } from './queue.js'
 
 // The characters SQS accepts in a message body.
 const BODY_OUTSIDE_SQS = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u
+// SQS's MessageDeduplicationId: alphanumeric characters and punctuation (printable ASCII, no space).
+const DEDUP_KEY = /^[\x21-\x7E]+$/
 
 export function invalidArgument(message: string): ServiceError {
   return new ServiceError('QUEUE_FAILURE', { message, data: { reason: QueueFailureReason.INVALID_ARGUMENT } })
@@ -24,6 +26,10 @@ export function checkSend(body: unknown, options: SendOptions): void {
   if (Buffer.byteLength(body) > QUEUE_LIMITS.maxBodyBytes) throw invalidArgument(`the message body exceeds ${QUEUE_LIMITS.maxBodyBytes} bytes`)
   if (BODY_OUTSIDE_SQS.test(body)) throw invalidArgument('the message body holds a character SQS refuses')
   if (options.delaySeconds !== undefined) checkInteger('delaySeconds', options.delaySeconds, 0, QUEUE_LIMITS.maxDelaySeconds)
+  const key: unknown = options.dedupKey
+  if (key !== undefined && (typeof key !== 'string' || key.length > QUEUE_LIMITS.maxDedupKeyLength || !DEDUP_KEY.test(key))) {
+    throw invalidArgument(`dedupKey must be 1 to ${QUEUE_LIMITS.maxDedupKeyLength} printable ASCII characters without spaces`)
+  }
 }
 
 export function checkReceive(options: ReceiveOptions): void {

@@ -6,6 +6,11 @@
  * record twice is harmless; that lets compaction snapshot live state while
  * later records are still on their way to the file.
  *
+ * Replay streams the file (journal-reader.ts): one line at a time, each
+ * bounded by `maxLineBytes`, handed to the queue as it is read. A longer line
+ * (a body an older build accepted) is skipped without being held, and
+ * reported so the queue can say what it dropped.
+ *
  * Durability: `append` resolves only after the bytes are written and
  * fdatasync'ed. Appends that arrive while a write is in flight share the
  * next write and sync (group commit), so concurrent senders cost one fsync.
@@ -26,7 +31,7 @@
  * One process owns a folder at a time (folder-lock.ts: a flock that dies
  * with its holder).
  */
-import { open, readFile, rename, truncate, unlink } from 'node:fs/promises'
+import { open as openFile, rename, truncate, unlink } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ServiceError } from '../errors.js'
@@ -34,6 +39,7 @@ import type { Logger } from '../log/logger.js'
 import { QueueFailureReason } from './queue.js'
 import { syncFolder } from '../fs/sync-folder.js'
 import { FolderLock } from './folder-lock.js'
+import { scanJournal } from './journal-reader.js'
 
 /** A message as sent, or its whole state in a compaction snapshot. */
 export interface SendRecord {
@@ -45,6 +51,8 @@ export interface SendRecord {
   /** Nonce of the current delivery's receipt; null before the first receive. */
   readonly receipt: string | null
   readonly receivedAt: number | null
+  /** The send's de-duplication key; absent when it had none. */
+  readonly key?: string
 }
 export interface ReceiveRecord {
   readonly op: 'receive'
@@ -67,7 +75,7 @@ export interface RemoveRecord {
 export type JournalRecord = SendRecord | ReceiveRecord | VisibilityRecord | RemoveRecord
 
 export const JOURNAL_FILE = 'journal.jsonl'
-const COMPACT_FILE = 'journal.compact.tmp'
+export const COMPACT_FILE = 'journal.compact.tmp'
 
 /** Emitted when a complete journal line cannot be read; that line is skipped. */
 export const JOURNAL_LINE_SKIPPED = 'queue journal line unreadable, skipped'
@@ -78,6 +86,17 @@ export const JOURNAL_WRITABLE_AGAIN = 'queue journal writable again'
 
 const RECOVERY_RETRY_MS = 5_000
 const RECOVERY_MIN_INTERVAL_MS = 1_000
+/** A snapshot is written in pieces of about this size, never as one string. */
+const REWRITE_PIECE_BYTES = 256 * 1024
+
+/**
+ * The file operations the journal performs, a seam for tests that inject a
+ * failing disk. Production uses node:fs/promises.
+ */
+export interface JournalFiles {
+  open(path: string, flags: 'r' | 'a' | 'w'): Promise<FileHandle>
+}
+export const nodeJournalFiles: JournalFiles = Object.freeze({ open: (path: string, flags: 'r' | 'a' | 'w') => openFile(path, flags) })
 
 export interface JournalHealth {
   /** False while a write failure stands: sends, receives and deletes are refused. */
@@ -86,6 +105,21 @@ export interface JournalHealth {
   readonly writeFailures: number
   /** The last failure's error code (ENOSPC, EIO...) while not writable. */
   readonly reason?: string
+}
+
+/** Where replay delivers what it reads, in file order. */
+export interface JournalReplay {
+  record(record: JournalRecord): void
+  /** A line over `maxLineBytes`, not parsed: its op and id when its head shows them. */
+  overLong(op: string | undefined, id: string | undefined, bytes: number): void
+}
+
+export interface JournalOpenOptions {
+  readonly logger: Logger
+  /** Lines longer than this are skipped unread (JournalReplay.overLong). */
+  readonly maxLineBytes: number
+  readonly replay: JournalReplay
+  readonly files?: JournalFiles
 }
 
 interface Batch {
@@ -99,9 +133,11 @@ interface Batch {
 export class QueueJournal {
   readonly #dir: string
   readonly #lock: FolderLock
+  readonly #files: JournalFiles
   #handle: FileHandle
   /** Lines in the file, the measure compaction weighs against live state. */
   #lines: number
+  #bytes: number
   #pending: Batch | undefined
   #draining: Promise<void> | undefined
   #snapshot: (() => JournalRecord[]) | undefined
@@ -111,44 +147,60 @@ export class QueueJournal {
   /** The queue's whole live state, for a rewrite after a failure. */
   #liveState: (() => JournalRecord[]) | undefined
   #writeFailures = 0
+  #compactions = 0
   #recovering: Promise<void> | undefined
   #lastRecovery = 0
   #retryTimer: NodeJS.Timeout | undefined
 
-  private constructor(dir: string, lock: FolderLock, handle: FileHandle, lines: number, logger: Logger) {
+  private constructor(dir: string, lock: FolderLock, files: JournalFiles, handle: FileHandle, lines: number, bytes: number, logger: Logger) {
     this.#dir = dir
     this.#lock = lock
+    this.#files = files
     this.#logger = logger
     this.#handle = handle
     this.#lines = lines
+    this.#bytes = bytes
   }
 
-  /** Takes the folder's lock, replays the journal and opens it for appending. */
-  static async open(dir: string, logger: Logger): Promise<{ journal: QueueJournal, records: JournalRecord[] }> {
+  /** Takes the folder's lock, streams the journal into `options.replay` and opens it for appending. */
+  static async open(dir: string, options: JournalOpenOptions): Promise<QueueJournal> {
+    const { logger, replay } = options
+    const files = options.files ?? nodeJournalFiles
     const lock = await FolderLock.take(dir)
     try {
       const path = join(dir, JOURNAL_FILE)
       await unlink(join(dir, COMPACT_FILE)).catch(() => {}) // an interrupted compaction; the journal itself is whole
-      let bytes = Buffer.alloc(0)
+      let reader: FileHandle | undefined
       try {
-        bytes = await readFile(path)
+        reader = await files.open(path, 'r')
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
       }
-      // Measured in bytes, not characters: a torn line may end inside a UTF-8 sequence.
-      const complete = bytes.lastIndexOf(0x0a) + 1
-      if (complete < bytes.byteLength) await truncate(path, complete)
-      const records: JournalRecord[] = []
       let lines = 0
-      for (const line of bytes.subarray(0, complete).toString('utf8').split('\n')) {
-        if (line === '') continue
-        lines++
-        const record = parseRecord(line)
-        if (record === undefined) logger.warn(JOURNAL_LINE_SKIPPED, { dir, line: lines })
-        else records.push(record)
+      let completeBytes = 0
+      if (reader !== undefined) {
+        try {
+          const scan = await scanJournal(reader, options.maxLineBytes, {
+            line(text) {
+              lines++
+              const record = parseRecord(text)
+              if (record === undefined) logger.warn(JOURNAL_LINE_SKIPPED, { dir, line: lines })
+              else replay.record(record)
+            },
+            overLong(head, bytes) {
+              lines++
+              replay.overLong(/"op":"([a-z-]{1,16})"/.exec(head)?.[1], /"id":"([^"\\]{1,64})"/.exec(head)?.[1], bytes)
+            },
+          })
+          completeBytes = scan.completeBytes
+          // Measured in bytes, not characters: a torn line may end inside a UTF-8 sequence.
+          if (scan.completeBytes < scan.totalBytes) await truncate(path, scan.completeBytes)
+        } finally {
+          await reader.close()
+        }
       }
-      const handle = await open(path, 'a')
-      return { journal: new QueueJournal(dir, lock, handle, lines, logger), records }
+      const handle = await files.open(path, 'a')
+      return new QueueJournal(dir, lock, files, handle, lines, completeBytes, logger)
     } catch (error) {
       await lock.release()
       throw error
@@ -156,6 +208,10 @@ export class QueueJournal {
   }
 
   get lines(): number { return this.#lines }
+  /** Bytes in the journal file, as this process wrote and read it. */
+  get bytes(): number { return this.#bytes }
+  /** Completed rewrites (compactions and recoveries) since open. */
+  get compactions(): number { return this.#compactions }
 
   /** The queue's live state, which a rewrite after a write failure persists. */
   setLiveState(snapshot: () => JournalRecord[]): void {
@@ -169,14 +225,23 @@ export class QueueJournal {
       : { writable: false, writeFailures: this.#writeFailures, ...(code === undefined ? {} : { reason: code }) }
   }
 
-  /** Resolves once the records are durable on disk. */
-  async append(records: readonly JournalRecord[]): Promise<void> {
-    if (records.length === 0) return
+  /**
+   * Resolves when appends are accepted: at once, or after a successful
+   * recovery from a standing write failure; rejects while the failure stands.
+   * Lets a sender be refused before it changes any state.
+   */
+  async writable(): Promise<void> {
     if (this.#closed) throw unavailable('the queue is closed')
     if (this.#failure !== undefined) {
       await this.#recover()
       if (this.#failure !== undefined) throw this.#failure
     }
+  }
+
+  /** Resolves once the records are durable on disk. */
+  async append(records: readonly JournalRecord[]): Promise<void> {
+    if (records.length === 0) return
+    await this.writable()
     return this.#enqueue(records)
   }
 
@@ -197,6 +262,17 @@ export class QueueJournal {
     if (this.#failure !== undefined || this.#closed) return
     this.#snapshot = snapshot
     this.#drain()
+  }
+
+  /** Compacts now and waits for it; for open, before any other write. */
+  async compactNow(records: readonly JournalRecord[]): Promise<void> {
+    await this.#draining
+    try {
+      await this.#rewrite(records)
+    } catch (cause) {
+      await unlink(join(this.#dir, COMPACT_FILE)).catch(() => {})
+      this.#failed(cause)
+    }
   }
 
   /** Finishes pending writes, closes the file and releases the lock. */
@@ -226,9 +302,11 @@ export class QueueJournal {
           await this.#handle.write(batch.text)
           await this.#handle.datasync()
           this.#lines += batch.records
+          this.#bytes += Buffer.byteLength(batch.text)
           batch.resolve()
         }
       } catch (cause) {
+        if (snapshot !== undefined) await unlink(join(this.#dir, COMPACT_FILE)).catch(() => {}) // give the space back
         this.#failed(cause)
         batch?.reject(this.#failure)
         const arrivedMeanwhile = this.#pending as Batch | undefined
@@ -262,6 +340,7 @@ export class QueueJournal {
     this.#lastRecovery = Date.now()
     this.#recovering = (async () => {
       try {
+        await this.#draining?.catch(() => {})
         await this.#rewrite(snapshot())
         this.#failure = undefined
         if (this.#retryTimer !== undefined) clearInterval(this.#retryTimer)
@@ -278,11 +357,25 @@ export class QueueJournal {
     return this.#recovering
   }
 
-  async #rewrite(records: JournalRecord[]): Promise<void> {
+  /** Crash-safe: write the temp file, fsync it, rename it over the journal, fsync the folder. */
+  async #rewrite(records: readonly JournalRecord[]): Promise<void> {
     const temp = join(this.#dir, COMPACT_FILE)
-    const handle = await open(temp, 'w')
+    const handle = await this.#files.open(temp, 'w')
+    let bytes = 0
     try {
-      await handle.writeFile(records.map((r) => JSON.stringify(r) + '\n').join(''))
+      let piece = ''
+      for (const record of records) {
+        piece += JSON.stringify(record) + '\n'
+        if (piece.length >= REWRITE_PIECE_BYTES) {
+          await handle.write(piece)
+          bytes += Buffer.byteLength(piece)
+          piece = ''
+        }
+      }
+      if (piece !== '') {
+        await handle.write(piece)
+        bytes += Buffer.byteLength(piece)
+      }
       await handle.sync()
     } finally {
       await handle.close()
@@ -290,9 +383,11 @@ export class QueueJournal {
     await rename(temp, join(this.#dir, JOURNAL_FILE))
     await syncFolder(this.#dir)
     const previous = this.#handle
-    this.#handle = await open(join(this.#dir, JOURNAL_FILE), 'a')
+    this.#handle = await this.#files.open(join(this.#dir, JOURNAL_FILE), 'a')
     this.#lines = records.length
-    await previous.close()
+    this.#bytes = bytes
+    this.#compactions++
+    await previous.close().catch(() => {})
   }
 }
 
@@ -316,7 +411,8 @@ function parseRecord(line: string): JournalRecord | undefined {
   if (r === null || typeof r !== 'object' || typeof r['id'] !== 'string') return undefined
   switch (r['op']) {
     case 'send':
-      return typeof r['body'] === 'string' && typeof r['visibleAt'] === 'number' && typeof r['count'] === 'number'
+      return typeof r['body'] === 'string' && typeof r['visibleAt'] === 'number' && typeof r['count'] === 'number' &&
+        (r['key'] === undefined || typeof r['key'] === 'string')
         ? value as SendRecord : undefined
     case 'receive':
       return typeof r['receipt'] === 'string' && typeof r['visibleAt'] === 'number' && typeof r['count'] === 'number' &&

@@ -25,6 +25,21 @@
 export interface SendOptions {
   /** Seconds before the message first becomes visible; 0 to 900. */
   readonly delaySeconds?: number
+  /**
+   * De-duplication key (like SQS FIFO's MessageDeduplicationId, 1 to 128
+   * printable ASCII characters), scoped to pending messages: while a message
+   * sent with this key is in the queue (not yet deleted or dead-lettered), a
+   * send with the same key adds nothing and answers that message's id with
+   * `deduplicated: true`. An implementation that cannot de-duplicate (an SQS
+   * standard queue) sends the message and does not answer `deduplicated: true`.
+   */
+  readonly dedupKey?: string
+}
+
+export interface SendResult {
+  readonly messageId: string
+  /** True when a pending message with the same `dedupKey` stood in for this send; absent or false otherwise. */
+  readonly deduplicated?: boolean
 }
 
 export interface ReceiveOptions {
@@ -60,7 +75,7 @@ export interface QueueAttributes {
 }
 
 export interface Queue {
-  send(body: string, options?: SendOptions): Promise<{ readonly messageId: string }>
+  send(body: string, options?: SendOptions): Promise<SendResult>
   receive(options: ReceiveOptions): Promise<QueueMessage[]>
   /**
    * Hides the message for `seconds` from now (renewal), or releases it at once
@@ -86,6 +101,8 @@ export const QUEUE_LIMITS = Object.freeze({
   maxWaitSeconds: 20,
   maxDelaySeconds: 900,
   maxBodyBytes: 262_144,
+  /** SQS's MessageDeduplicationId: 1 to 128 characters. */
+  maxDedupKeyLength: 128,
 })
 
 /** `data.reason` of a QUEUE_FAILURE, for the failures callers tell apart. */
@@ -102,5 +119,9 @@ export const QueueFailureReason = Object.freeze({
   UNAVAILABLE: 'unavailable',
   /** Another live process holds the embedded queue's folder. */
   LOCKED: 'locked',
+  /** The body is within SQS's limit but over the queue's own `maxBodyBytes` (embedded: 8 KiB by default). */
+  TOO_LARGE: 'too-large',
+  /** The queue holds its bound of jobs or bytes; the new message was dropped (the pending ones are kept). */
+  FULL: 'full',
 })
 export type QueueFailureReason = typeof QueueFailureReason[keyof typeof QueueFailureReason]

@@ -6,7 +6,9 @@
  * process's) decides nothing.
  */
 import t from 'tap'
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
+import type { ChildProcessByStdio } from 'node:child_process'
+import type { Readable } from 'node:stream'
 import { once } from 'node:events'
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -67,4 +69,62 @@ t.test('the same folder opened twice in one process: the second waits out the se
   const first = await EmbeddedQueue.open({ dir })
   t.teardown(() => first.close())
   t.equal(await reasonOf(EmbeddedQueue.open({ dir })), QueueFailureReason.LOCKED)
+})
+
+/**
+ * Starts the writer child in a fresh PID namespace, as a container restart
+ * does (PEERS.md: `unshare --pid --fork --mount-proc` works as root here):
+ * it is PID 1 there, every time. SIGKILL to `unshare` reaches it (--kill-child).
+ */
+function spawnInNamespace(t: { teardown(fn: () => unknown): void }, dir: string): ChildProcessByStdio<null, Readable, null> {
+  const loader = process.execArgv.filter((a) => a.includes('@tapjs/typescript'))
+  const { NODE_OPTIONS: _coverage, ...inherited } = process.env
+  const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL', process.execPath, ...loader, CHILD], {
+    env: { ...inherited, QUEUE_CHILD_DIR: dir, QUEUE_CHILD_MODE: 'send', QUEUE_CHILD_COUNT: '1' }, stdio: ['ignore', 'pipe', 'ignore'],
+  })
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  return child
+}
+
+/** Resolves with the child's `pid` line once it printed `done`; rejects with its output if it exits first. */
+function opened(child: ChildProcessByStdio<null, Readable, null>): Promise<string> {
+  let out = ''
+  return new Promise((resolve, reject) => {
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString()
+      if (out.includes('done\n')) resolve(/^pid (\d+)$/m.exec(out)?.[1] ?? '?')
+    })
+    child.once('exit', (code) => reject(new Error(`the child exited with ${String(code)} before opening the folder: ${out}`)))
+  })
+}
+
+function unshareWorks(): string | undefined {
+  try {
+    execFileSync('unshare', ['--pid', '--fork', '--mount-proc', 'true'], { stdio: 'pipe' })
+    return undefined
+  } catch (error) {
+    return String((error as { stderr?: Buffer }).stderr ?? error).trim() || 'unshare failed'
+  }
+}
+
+const unshareRefused = unshareWorks()
+t.test('a restarted container: the same PID in a fresh namespace opens the folder its killed predecessor held', {
+  skip: unshareRefused === undefined ? false : `a PID namespace cannot be made here (${unshareRefused}); this test needs root`,
+}, async (t) => {
+  const dir = await folder(t)
+  const first = spawnInNamespace(t, dir)
+  const firstPid = await opened(first)
+  t.equal(firstPid, '1', 'the first instance is PID 1 in its namespace')
+  t.equal(await reasonOf(EmbeddedQueue.open({ dir })), QueueFailureReason.LOCKED, 'while it lives, it blocks this namespace')
+  const rival = spawnInNamespace(t, dir)
+  await t.rejects(opened(rival), Error, 'and another fresh namespace')
+
+  first.kill('SIGKILL')
+  await once(first, 'exit')
+  const second = spawnInNamespace(t, dir)
+  t.equal(await opened(second), firstPid, 'the restart has the same PID, and opens the folder')
+  t.equal(await reasonOf(EmbeddedQueue.open({ dir })), QueueFailureReason.LOCKED, 'and holds it')
+  second.kill('SIGKILL')
+  await once(second, 'exit')
+  t.equal(await reasonOf(EmbeddedQueue.open({ dir })), undefined, 'killed in turn, it does not block either')
 })

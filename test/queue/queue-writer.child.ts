@@ -7,6 +7,8 @@
  *                     then `done`, and waits to be killed;
  *                     `receive`: receives one message with a 30 s window,
  *                     prints `received <messageId>` and waits to be killed.
+ *                     Either way it first prints `pid <its PID>` once the
+ *                     folder is open.
  *
  * tap also runs every file under test/ as a test file; without the variables
  * this file does nothing (tap reports it as "no tests found").
@@ -19,6 +21,7 @@ const dir = process.env['QUEUE_CHILD_DIR']
 const mode = process.env['QUEUE_CHILD_MODE']
 if (dir !== undefined) {
   const queue = await EmbeddedQueue.open({ dir })
+  process.stdout.write(`pid ${process.pid}\n`) // its PID in its own namespace, for folder-lock.test.ts
   if (mode === 'send') {
     const count = Number(process.env['QUEUE_CHILD_COUNT'] ?? '100')
     let next = 0
