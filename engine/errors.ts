@@ -27,7 +27,6 @@ export const ERROR_TABLE = {
   UNSUPPORTED: { status: 501, message: 'unsupported by design' },
   BAD_PACKAGE_NAME: { status: 404, message: 'not a valid package name' },
   BAD_ARTIFACT_NAME: { status: 404, message: 'not a valid artifact file name' },
-  EDGE_UNAUTHORIZED: { status: 401, message: 'missing or invalid credential' },
   REQUEST_FRAMING_AMBIGUOUS: { status: 400, message: 'the request body framing is ambiguous' },
   REQUEST_CODING_UNSUPPORTED: { status: 501, message: 'the request uses a transfer coding other than chunked' },
 
@@ -58,15 +57,16 @@ export const ERROR_TABLE = {
   GATE_PAUSE_TIMEOUT: { status: 503, message: 'the request waited too long for memory', retryAfter: 1 },
   WORKER_OUT_OF_MEMORY: { status: 503, message: 'the request ran out of memory in a worker', retryAfter: 1 },
 
-  // Publish (SPEC.md 4.3).
-  PUBLISH_OUT_OF_SCOPE: { status: 403, message: 'the package name is outside the configured publish scopes' },
+  // Publish (SPEC.md 4.3). Codes for a relayed publish come with the relay; the loader refuses a publish target meanwhile.
   PUBLISH_NOT_CONFIGURED: { status: 405, message: 'publishing is not configured' },
-  PUBLISH_BAD_DOCUMENT: { status: 400, message: 'the publish document is not valid' },
+
+  // Mirror worker (SPEC.md 3.7, 6.1): a job that cannot succeed.
+  MIRROR_ARTIFACT_TOO_LARGE: { status: 500, message: 'the artifact exceeds limits.maxArtifactBytes' },
+  MIRROR_INTEGRITY_MISMATCH: { status: 500, message: 'the artifact bytes do not match the job\'s integrity digest' },
 
   // Durable infrastructure.
   QUEUE_FAILURE: { status: 500, message: 'the queue operation failed' },
   STORE_FAILURE: { status: 500, message: 'the object store operation failed' },
-  STORE_NOT_FOUND: { status: 404, message: 'no such object' },
 
   INTERNAL: { status: 500, message: 'internal error' },
 } as const satisfies Record<string, ErrorSpec>
@@ -109,3 +109,41 @@ export function isServiceError(value: unknown, code?: ErrorCode): value is Servi
 export function toServiceError(value: unknown, fallback: ErrorCode = 'INTERNAL'): ServiceError {
   return value instanceof ServiceError ? value : new ServiceError(fallback, { cause: value })
 }
+
+/**
+ * The configuration loader's own refusal wordings (engine/config/load.ts,
+ * environment.ts, url-rules.ts): each is the message of one problem in the
+ * boot report (SPEC.md 7.2). `service check-config` and every role's boot
+ * print the same report because both read the configuration through that one
+ * loader, so a refusal belongs there, never in a role's start. Messages about
+ * a type or a range come from the schema compiler.
+ *
+ * No wording may echo a credential: a value that may carry one is passed in
+ * already redacted (url-rules.ts `redactUnparsedUrl`, `credentialFreeUrl`).
+ */
+export const CONFIG_REFUSAL = {
+  unreadableDocument: (reason: string) => `cannot read the configuration document: ${reason}`,
+  unparsableDocument: (where: string) => `cannot parse the configuration document: ${where}`,
+  documentNotMapping: 'the configuration document must be a mapping',
+  unknownKey: 'unknown key',
+  unknownRuleKey: (kind: string) => `unknown rule key for ${kind}`,
+  unknownRuleKind: (kind: unknown, known: readonly string[]) => `unknown rule kind ${JSON.stringify(kind)}; known: ${known.join(', ')}`,
+  notOneOf: (allowed: string) => `must be one of ${allowed}`,
+  envNotJson: 'must be JSON text (an array or object)',
+  envNotNumber: (raw: string) => `must be a number, got ${JSON.stringify(raw)}`,
+  envNotBoolean: (raw: string) => `must be a boolean (true/false), got ${JSON.stringify(raw)}`,
+  notUrl: (redacted: string) => `not a valid absolute URL: ${JSON.stringify(redacted)}`,
+  notHttpUrl: (redacted: string) => `must be an http or https URL, got ${JSON.stringify(redacted)}`,
+  urlUserinfo: 'must not carry userinfo (a credential in the URL); use the secret setting instead',
+  urlCredentialQuery: (parameter: string) => `must not carry a credential in the query (parameter ${JSON.stringify(parameter)}); use the secret setting instead`,
+  urlNotHttps: 'must be https: public egress is https only, with certificate validation',
+  upstreamQueryOrFragment: 'must not carry a query or fragment: it is the base that package paths are appended to',
+  upstreamIsThisProxy: (credentialFree: string) => `${credentialFree} is this proxy itself (its own origin); point it at a real registry`,
+  npmRegistryUnset: 'not set, and the local npm client has no registry configured to default to',
+  requiredForSqs: 'required when queue.kind is sqs',
+  requiredForS3: 'required when store.kind is s3',
+  storePrefixUnusable: (reason: string) => `not a usable object key prefix: ${reason}`,
+  notCidr: (value: string) => `not a CIDR range: ${JSON.stringify(value)}`,
+  // 405 means "no publication target" (SPEC.md 4.3): with one configured, answering 405 would lie.
+  publishNotRelayed: 'this build relays no publishes, and with a target set the publish route would still answer 405; remove it',
+} as const

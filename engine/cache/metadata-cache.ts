@@ -1,9 +1,10 @@
 /**
  * The metadata cache of the local backend (SPEC.md 6.3):
  *
- * - `full`: full upstream documents are never retained locally; reads only
- *   collapse, so its entries and bytes stay zero and it reports misses and
- *   collapsed work.
+ * - `full`: full upstream documents are never retained locally: its entries
+ *   and bytes stay zero, and every upstream document read counts as a miss.
+ *   Identical requests collapse one level up, on the assembled store, where
+ *   a joiner is counted `collapsed`.
  * - `version`: the selected-version store, package + artifact filename to
  *   the selected version record (the public artifact decision path).
  * - `assembled`: the assembled-response store, package + response form +
@@ -37,10 +38,6 @@ export function selectedVersionKey(ecosystem: string, packageName: string, filen
 
 export function assembledKey(ecosystem: string, packageName: string, form: string, generation: number | string): string {
   return [ecosystem, packageName, form, String(generation)].join(SEPARATOR)
-}
-
-export function fullDocumentKey(ecosystem: string, packageName: string, form: string): string {
-  return [ecosystem, packageName, form].join(SEPARATOR)
 }
 
 export function assembledSize(value: AssembledResponse): number {
@@ -84,22 +81,19 @@ export class CachedStore<V> {
   snapshot(): StoreSnapshot { return this.#counters.snapshot(this.#store.residentBytes, this.#store.entries) }
 }
 
-/** The full-document store of the local backend: collapses, never retains. */
-export class CollapsingStore {
-  #collapser: RequestCollapser<unknown>
-  #counters = new StoreCounters()
+/**
+ * The full-document store of the local backend, which never retains full
+ * metadata (SPEC.md 6.3): it counts reads and nothing else. It does not
+ * collapse them either: a full document is read only inside the leader's
+ * assembled load, so identical requests have already collapsed by then, and
+ * sharing one read between two different renders cannot work, since a
+ * render moves its chunks into a worker (workers/packument-client.ts).
+ */
+export class FullDocumentReads {
+  readonly #counters = new StoreCounters()
 
-  constructor() {
-    const counters = this.#counters
-    this.#collapser = new RequestCollapser<unknown>({
-      counts: { miss: () => { counters.miss++ }, collapsed: () => { counters.collapsed++ } },
-    })
-  }
-
-  /** Callers sharing a key must load the same type under it. */
-  load<T>(key: string, load: Load<T>, signal?: AbortSignal): Promise<T> {
-    return this.#collapser.run(key, load, signal) as Promise<T>
-  }
+  /** One upstream document read (private or public). */
+  read(): void { this.#counters.miss++ }
 
   snapshot(): StoreSnapshot { return this.#counters.snapshot(0, 0) }
 }
@@ -127,7 +121,7 @@ export interface MetadataCacheSnapshot {
 }
 
 export class MetadataCache<S> {
-  readonly full: CollapsingStore
+  readonly full: FullDocumentReads
   readonly version: CachedStore<S>
   readonly assembled: CachedStore<AssembledResponse>
   #budget: CacheBudget
@@ -135,7 +129,7 @@ export class MetadataCache<S> {
   constructor(options: MetadataCacheOptions<S>) {
     const budget = new CacheBudget(options.maxBytes, options.maxEntries)
     this.#budget = budget
-    this.full = new CollapsingStore()
+    this.full = new FullDocumentReads()
     const versionCounters = new StoreCounters()
     this.version = new CachedStore(new RetentionStore<S>({
       budget,

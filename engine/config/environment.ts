@@ -8,6 +8,7 @@
  * (a rule list, say) are given as JSON text.
  */
 import type { TSchema } from 'typebox'
+import { CONFIG_REFUSAL } from '../errors.js'
 import type { ConfigProblem } from './problems.js'
 
 export const ENV_PREFIX = 'SERVICE_'
@@ -51,7 +52,7 @@ export function readEnvironment(schema: TSchema, env: NodeJS.ProcessEnv): Enviro
     const dotted = path.join('.')
     const target = schemaAt(schema, path)
     if (path.some((p) => p.length === 0) || target === undefined) {
-      problems.push({ path: dotted, message: 'unknown key', source: `environment ${name}` })
+      problems.push({ path: dotted, message: CONFIG_REFUSAL.unknownKey, source: `environment ${name}` })
       continue
     }
     const converted = convert(raw, target)
@@ -111,19 +112,19 @@ function convert(raw: string, schema: TSchema): Converted {
     try {
       return { ok: true, value: JSON.parse(text) }
     } catch {
-      return { ok: false, message: 'must be JSON text (an array or object)' }
+      return { ok: false, message: CONFIG_REFUSAL.envNotJson }
     }
   }
   if (types.has('integer') || types.has('number')) {
     const n = Number(text)
-    if (text === '' || !Number.isFinite(n)) return { ok: false, message: `must be a number, got "${raw}"` }
+    if (text === '' || !Number.isFinite(n)) return { ok: false, message: CONFIG_REFUSAL.envNotNumber(raw) }
     return { ok: true, value: n }
   }
   if (types.has('boolean')) {
     const lowered = text.toLowerCase()
     if (['true', '1', 'yes', 'on'].includes(lowered)) return { ok: true, value: true }
     if (['false', '0', 'no', 'off'].includes(lowered)) return { ok: true, value: false }
-    return { ok: false, message: `must be a boolean (true/false), got "${raw}"` }
+    return { ok: false, message: CONFIG_REFUSAL.envNotBoolean(raw) }
   }
   return { ok: true, value: raw }
 }

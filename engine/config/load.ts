@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Compile } from 'typebox/compile'
 import Value from 'typebox/value'
-import YAML from 'yaml'
+import YAML, { YAMLError } from 'yaml'
 import { RULE_KINDS, type RuleKind } from '../policy/decision.js'
 import { RULE_SCHEMAS } from '../policy/rule-schema.js'
 import { BearerToken } from '../secret.js'
@@ -23,7 +23,10 @@ import type { Config, MountConfig, PublicUpstreamConfig } from './config.js'
 import { readEnvironment } from './environment.js'
 import type { ConfigProblem } from './problems.js'
 import { ConfigSchema, MOUNT_KEYS, type MountKey } from './schema.js'
-import { urlProblem } from './url-rules.js'
+import { CONFIG_REFUSAL } from '../errors.js'
+import { checkObjectPrefix } from '../store/object-key.js'
+import { isCidr } from './cidr.js'
+import { credentialFreeUrl, urlProblem, type UrlRuleOptions } from './url-rules.js'
 
 export interface LoadOptions {
   /** `--config FILE` from the command line; wins over `SERVICE_CONFIG`. */
@@ -68,6 +71,7 @@ export function loadConfig(options: LoadOptions): LoadResult {
 
   problems.push(...schemaProblems(merged, sourceOf))
   problems.push(...urlProblems(merged, sourceOf))
+  problems.push(...buildProblems(merged, sourceOf))
   if (problems.length > 0) return { ok: false, problems }
 
   const withDefaults = Value.Default(ConfigSchema, structuredClone(merged)) as Defaulted
@@ -85,18 +89,42 @@ function readDocument(path: string): { ok: true; value: Record<string, unknown> 
   try {
     text = readFileSync(path, 'utf8')
   } catch (error) {
-    return { ok: false, message: `cannot read the configuration document: ${(error as Error).message}` }
+    return { ok: false, message: CONFIG_REFUSAL.unreadableDocument((error as Error).message) }
   }
   let value: unknown
   try {
     // YAML 1.2 is a superset of JSON, so one parser reads both; JSON errors stay precise.
-    value = path.endsWith('.json') ? JSON.parse(text) : YAML.parse(text, { uniqueKeys: true })
+    value = path.endsWith('.json') ? JSON.parse(text) : YAML.parse(text, { uniqueKeys: true, prettyErrors: false })
   } catch (error) {
-    return { ok: false, message: `cannot parse the configuration document: ${(error as Error).message}` }
+    return { ok: false, message: CONFIG_REFUSAL.unparsableDocument(syntaxProblem(error, text, path.endsWith('.json'))) }
   }
   if (value === null || value === undefined) return { ok: true, value: {} }
-  if (typeof value !== 'object' || Array.isArray(value)) return { ok: false, message: 'the configuration document must be a mapping' }
+  if (typeof value !== 'object' || Array.isArray(value)) return { ok: false, message: CONFIG_REFUSAL.documentNotMapping }
   return { ok: true, value: value as Record<string, unknown> }
+}
+
+/**
+ * A syntax error located by line and column, without the document's text:
+ * yaml's pretty errors quote the offending line and V8's JSON errors a
+ * snippet around it, and that line may be a URL with its credential.
+ */
+function syntaxProblem(error: unknown, text: string, json: boolean): string {
+  const message = error instanceof Error ? error.message : String(error)
+  if (error instanceof YAMLError) return `${message.split('\n')[0] as string} at ${lineColumn(text, error.pos[0])}`
+  // yaml's other throws (an unresolved alias) name a YAML identifier at most.
+  if (!json) return message.split('\n')[0] as string
+  // V8's fixed wording, then the offset: `Expected ',' or '}' after property value in JSON at position 30`.
+  const located = /^([A-Za-z ',{}[\]:]*?) in JSON at position (\d+)/.exec(message)
+  if (located !== null) return `${located[1]} at ${lineColumn(text, Number(located[2]))}`
+  if (message === 'Unexpected end of JSON input') return message
+  // `Unexpected token 'h', "{"url": https://u:"... is not valid JSON` quotes the document: say less.
+  return 'not valid JSON (the offending text is not echoed)'
+}
+
+function lineColumn(text: string, offset: number): string {
+  const before = text.slice(0, Math.max(0, offset))
+  const line = before.split('\n').length
+  return `line ${line}, column ${offset - before.lastIndexOf('\n')}`
 }
 
 function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
@@ -137,11 +165,11 @@ function schemaProblems(value: unknown, sourceOf: (path: string) => string): Con
     if (error.keyword === 'boolean') continue // duplicate of the additionalProperties report
     if (error.keyword === 'additionalProperties') {
       const extra = (error.params as { additionalProperties?: string[] }).additionalProperties ?? []
-      for (const key of extra) add(`${error.instancePath}/${key}`, 'unknown key')
+      for (const key of extra) add(`${error.instancePath}/${key}`, CONFIG_REFUSAL.unknownKey)
       continue
     }
     if (error.keyword === 'anyOf' || error.keyword === 'const') {
-      add(error.instancePath, `must be one of ${allowedValues(error.schemaPath)}`)
+      add(error.instancePath, CONFIG_REFUSAL.notOneOf(allowedValues(error.schemaPath)))
       continue
     }
     add(error.instancePath, error.message)
@@ -154,7 +182,7 @@ function schemaProblems(value: unknown, sourceOf: (path: string) => string): Con
       const base = `/mounts/${mount}/rules/${index}`
       const kind = isPlainObject(rule) ? rule['rule'] : undefined
       if (typeof kind !== 'string' || !RULE_KINDS.includes(kind as RuleKind)) {
-        add(`${base}/rule`, `unknown rule kind ${JSON.stringify(kind)}; known: ${RULE_KINDS.join(', ')}`)
+        add(`${base}/rule`, CONFIG_REFUSAL.unknownRuleKind(kind, RULE_KINDS))
         return
       }
       const check = ruleValidators.get(kind as RuleKind)
@@ -163,7 +191,7 @@ function schemaProblems(value: unknown, sourceOf: (path: string) => string): Con
         if (error.keyword === 'boolean') continue
         if (error.keyword === 'additionalProperties') {
           const extra = (error.params as { additionalProperties?: string[] }).additionalProperties ?? []
-          for (const key of extra) add(`${base}${error.instancePath}/${key}`, `unknown rule key for ${kind}`)
+          for (const key of extra) add(`${base}${error.instancePath}/${key}`, CONFIG_REFUSAL.unknownRuleKey(kind))
           continue
         }
         add(`${base}${error.instancePath}`, error.message)
@@ -189,7 +217,7 @@ function allowedValues(schemaPath: string): string {
 
 /** The merged value once schema defaults are applied; the schema guarantees these shapes. */
 interface Defaulted {
-  server: { port: number; host: string; baseUrl?: string; shutdownDrainTimeout: number }
+  server: { port: number; host: string; baseUrl?: string; shutdownDrainTimeout: number; compatPort?: number }
   observability: Config['observability']
   runtime: { cores?: number; maxHeapBytes?: number; coresCeiling: number; serveMaxInFlight?: number; cgroupPath: string }
   limits: Config['limits']
@@ -222,10 +250,10 @@ function resolveConfig(
 ): Config | undefined {
   const baseUrl = (d.server.baseUrl ?? `http://localhost:${d.server.port}`).replace(/\/+$/, '')
   if (d.queue.kind === 'sqs' && d.queue.url === undefined) {
-    problems.push({ path: 'queue.url', message: 'required when queue.kind is sqs', source: sourceOf('queue') })
+    problems.push({ path: 'queue.url', message: CONFIG_REFUSAL.requiredForSqs, source: sourceOf('queue') })
   }
   if (d.store.kind === 's3' && d.store.bucket === undefined) {
-    problems.push({ path: 'store.bucket', message: 'required when store.kind is s3', source: sourceOf('store') })
+    problems.push({ path: 'store.bucket', message: CONFIG_REFUSAL.requiredForS3, source: sourceOf('store') })
   }
 
   const mounts: Partial<Record<MountKey, MountConfig>> = {}
@@ -241,12 +269,12 @@ function resolveConfig(
       publicUrl = (options.npmRegistry ?? npmClientRegistry)()
       urlOrigin = 'npm-client'
       if (publicUrl === undefined) {
-        problems.push({ path: at('upstreams.public.url'), message: 'not set, and the local npm client has no registry configured to default to', source: sourceOf(at('upstreams.public.url')) })
+        problems.push({ path: at('upstreams.public.url'), message: CONFIG_REFUSAL.npmRegistryUnset, source: sourceOf(at('upstreams.public.url')) })
       }
     }
     if (publicUrl !== undefined) {
       // A configured URL was checked with the others; the npm client's is checked here.
-      const problem = urlOrigin === 'npm-client' ? urlProblem(publicUrl, { httpsOnly: true }) : undefined
+      const problem = urlOrigin === 'npm-client' ? urlProblem(publicUrl, UPSTREAM_URL_RULES.public) : undefined
       if (problem !== undefined) problems.push({ path: at('upstreams.public.url'), message: problem, source: NPM_CLIENT_SOURCE })
       publicUpstream = {
         url: publicUrl,
@@ -280,7 +308,10 @@ function resolveConfig(
   if (problems.length > 0) return undefined
 
   return {
-    server: { port: d.server.port, host: d.server.host, baseUrl, shutdownDrainTimeout: d.server.shutdownDrainTimeout },
+    server: {
+      port: d.server.port, host: d.server.host, baseUrl, shutdownDrainTimeout: d.server.shutdownDrainTimeout,
+      ...(d.server.compatPort === undefined ? {} : { compatPort: d.server.compatPort }),
+    },
     observability: d.observability,
     runtime: {
       cores: d.runtime.cores,
@@ -310,16 +341,22 @@ function resolveConfig(
 
 const NPM_CLIENT_SOURCE = 'the local npm client\'s registry setting'
 
-/** Where URLs sit in the document; `*` is a mount key. Public egress is https only. */
-const URL_KEYS: readonly [string, { httpsOnly?: boolean }][] = [
+/** The rules of the upstream base URLs, wherever they come from. */
+const UPSTREAM_URL_RULES = {
+  private: { base: true },
+  public: { base: true, httpsOnly: true },
+} as const satisfies Record<string, UrlRuleOptions>
+
+/** Where URLs sit in the document; `*` is a mount key. */
+const URL_KEYS: readonly [string, UrlRuleOptions][] = [
   ['server.baseUrl', {}],
   ['queue.url', {}],
   ['queue.endpoint', {}],
   ['store.endpoint', {}],
   ['advisories.osvExportBaseUrl', {}],
   ['advisories.epssFeedUrl', {}],
-  ['mounts.*.upstreams.private.url', {}],
-  ['mounts.*.upstreams.public.url', { httpsOnly: true }],
+  ['mounts.*.upstreams.private.url', UPSTREAM_URL_RULES.private],
+  ['mounts.*.upstreams.public.url', UPSTREAM_URL_RULES.public],
   ['mounts.*.publish.target', {}],
   ['mounts.*.mirror.target', {}],
 ]
@@ -336,6 +373,38 @@ function urlProblems(merged: Record<string, unknown>, sourceOf: (path: string) =
       const problem = urlProblem(node, options)
       if (problem !== undefined) problems.push({ path, message: problem, source: sourceOf(path) })
       if (!pattern.includes('*')) break
+    }
+  }
+  return problems
+}
+
+/**
+ * What a role would otherwise refuse only when it builds its objects: here,
+ * so that `service check-config` refuses exactly what boot refuses (SPEC.md
+ * 1.8, 7.2). The builders keep their own guards.
+ */
+function buildProblems(merged: Record<string, unknown>, sourceOf: (path: string) => string): ConfigProblem[] {
+  const problems: ConfigProblem[] = []
+  const add = (path: string, message: string): void => { problems.push({ path, message, source: sourceOf(path) }) }
+  const mounts = isPlainObject(merged['mounts']) ? merged['mounts'] : {}
+  for (const key of MOUNT_KEYS) {
+    const mount = mounts[key]
+    if (!isPlainObject(mount)) continue
+    if (mount['publish'] !== undefined) add(`mounts.${key}.publish`, CONFIG_REFUSAL.publishNotRelayed)
+    const upstreams = isPlainObject(mount['upstreams']) ? mount['upstreams'] : {}
+    const ranges = isPlainObject(upstreams['public']) ? upstreams['public']['allowInternalRanges'] : undefined
+    if (Array.isArray(ranges)) {
+      ranges.forEach((range: unknown, index) => {
+        if (typeof range === 'string' && !isCidr(range)) add(`mounts.${key}.upstreams.public.allowInternalRanges.${index}`, CONFIG_REFUSAL.notCidr(range))
+      })
+    }
+  }
+  const store = isPlainObject(merged['store']) ? merged['store'] : {}
+  if (store['kind'] === 's3' && typeof store['prefix'] === 'string') {
+    try {
+      checkObjectPrefix(store['prefix'])
+    } catch (error) {
+      add('store.prefix', CONFIG_REFUSAL.storePrefixUnusable((error as Error).message))
     }
   }
   return problems
@@ -364,7 +433,8 @@ function loopProblem(baseUrl: string, port: number, upstreams: [string, string |
     } catch { continue }
     const bare = host.replace(/:(80|443)$/, '')
     if (own.has(host) || own.has(bare)) {
-      out.push([path, `${url} is this proxy itself (its own origin); point it at a real registry`])
+      // The npm client's registry reaches here unchecked for userinfo: echo it credential-free.
+      out.push([path, CONFIG_REFUSAL.upstreamIsThisProxy(credentialFreeUrl(url))])
     }
   }
   return out

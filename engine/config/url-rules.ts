@@ -4,34 +4,51 @@
  * credential, is refused at boot, since it would otherwise be echoed and
  * logged in clear.
  */
+import { CONFIG_REFUSAL } from '../errors.js'
+
 const CREDENTIAL_PARAM = /(token|secret|passw(or)?d|pwd|api[-_]?key|access[-_]?key|auth|credential|signature|^sig$|^key$)/i
 
-export function urlProblem(raw: string, options: { httpsOnly?: boolean } = {}): string | undefined {
+export interface UrlRuleOptions {
+  /** Public egress: https only, with certificate validation (SPEC.md 5.3). */
+  readonly httpsOnly?: boolean
+  /** An upstream base URL: package paths are appended to it, so a query or fragment cannot stay where it is. */
+  readonly base?: boolean
+}
+
+export function urlProblem(raw: string, options: UrlRuleOptions = {}): string | undefined {
   let url: URL
   try {
     url = new URL(raw)
   } catch {
-    return `not a valid absolute URL: ${JSON.stringify(redactUnparsedUrl(raw))}`
+    return CONFIG_REFUSAL.notUrl(redactUnparsedUrl(raw))
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `must be an http or https URL, got ${url.protocol}`
-  if (url.username !== '' || url.password !== '') return 'must not carry userinfo (a credential in the URL); use the secret setting instead'
+  // The scheme of `user:pw@host` is `user:`: the value is echoed redacted, never its parts.
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return CONFIG_REFUSAL.notHttpUrl(redactUnparsedUrl(raw))
+  if (url.username !== '' || url.password !== '') return CONFIG_REFUSAL.urlUserinfo
   for (const name of url.searchParams.keys()) {
-    if (CREDENTIAL_PARAM.test(name)) return `must not carry a credential in the query (parameter "${name}"); use the secret setting instead`
+    if (CREDENTIAL_PARAM.test(name)) return CONFIG_REFUSAL.urlCredentialQuery(name)
   }
-  if (options.httpsOnly === true && url.protocol !== 'https:') return 'must be https: public egress is https only, with certificate validation'
+  if (options.base === true && (url.search !== '' || url.hash !== '')) return CONFIG_REFUSAL.upstreamQueryOrFragment
+  if (options.httpsOnly === true && url.protocol !== 'https:') return CONFIG_REFUSAL.urlNotHttps
   return undefined
 }
 
 /**
- * What a refusal may echo of a value that is not a URL at all: whatever
- * could be userinfo (everything between `//` and an `@` before the path) is
- * replaced, and query and fragment are dropped, so a mistyped URL never
- * prints the password it carries.
+ * What a refusal may echo of a value that is not an http(s) URL: everything
+ * before its last `@` (after a `scheme://`, which is kept) is replaced, and a
+ * query or fragment after it is dropped, so a mistyped URL never prints the
+ * credential it carries. The last `@`, not the first, and not one before the
+ * first `/`: no parser can tell where such a userinfo ends, and a password
+ * may hold `/`, `?`, `#` or `@`. A path that holds an `@` (an npm scope) is
+ * hidden with it: a refusal that shows less is the price of never leaking.
  */
 export function redactUnparsedUrl(raw: string): string {
-  const cut = raw.search(/[?#]/)
-  const base = cut === -1 ? raw : `${raw.slice(0, cut)}${raw[cut]}<redacted>`
-  return base.replace(/^([^/]*\/\/)[^/]*@/, '$1<redacted>@').replace(/^([^/:@]*:)?[^/:@]*:[^/@]*@/, '<redacted>@')
+  const at = raw.lastIndexOf('@')
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(raw)?.[0] ?? ''
+  const head = at === -1 ? '' : `${scheme}<redacted>@`
+  const rest = at === -1 ? raw : raw.slice(at + 1)
+  const cut = rest.search(/[?#]/)
+  return head + (cut === -1 ? rest : `${rest.slice(0, cut)}${rest[cut]}<redacted>`)
 }
 
 /** The URL with userinfo, query and fragment removed, for logs and provenance (SPEC.md 2.9). */

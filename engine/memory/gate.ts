@@ -18,12 +18,14 @@
  *   to the oldest paused request that still does not fit. This is what
  *   guarantees progress: a document larger than the whole budget still gets
  *   served, one at a time.
- * - Work the holder waits on runs past the budget with it. A request that
- *   joins another request's fetch or render says so with `join(leader)`: the
- *   joiner is not charged for that work, and while the join lasts the
- *   leader's charges run past the budget whenever the joiner (or anything
- *   that joined the joiner) holds the overshoot right. Without this, a holder
- *   waiting on a paused leader would wait for memory it is itself holding.
+ * - Work the holder waits on runs past the budget with it (SPEC.md 8). This
+ *   holds by construction: a request only ever waits on another's work as a
+ *   follower of request collapsing (engine/cache/collapse.ts), which charges
+ *   it nothing, so a follower never takes the right while it waits, and the
+ *   work is charged to the leader, which pauses and takes the right like any
+ *   other request. A follower that takes over aborted work runs it on its
+ *   own admission. A request that charged for work of its own and then waited
+ *   on another's could deadlock on memory it holds itself: no route does so.
  * - Releasing returns every charge and the slot, however the request ends;
  *   it is idempotent.
  *
@@ -82,19 +84,10 @@ export interface GateSnapshot {
   readonly inFlight: number
 }
 
-/** Ends a join; calling it again does nothing. */
-export interface Join {
-  end(): void
-}
-
 interface AdmissionState {
   charged: number
   released: boolean
   pausedCharges: number
-  /** Requests that wait on this one's work. */
-  joiners: Set<AdmissionState> | undefined
-  /** Work this one waits on. */
-  leaders: Set<AdmissionState> | undefined
 }
 
 interface PausedCharge {
@@ -116,9 +109,6 @@ interface EntryWaiter {
 }
 
 const RESOLVED: Promise<void> = Promise.resolve()
-const NO_JOIN: Join = Object.freeze({ end() {} })
-/** Bounds the walk along chains of joins; real chains are one or two long. */
-const MAX_JOIN_DEPTH = 16
 
 function positiveInteger(name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value < 1) {
@@ -174,7 +164,7 @@ class GateCore {
   }
 
   admit(): Admission {
-    const state: AdmissionState = { charged: this.step, released: false, pausedCharges: 0, joiners: undefined, leaders: undefined }
+    const state: AdmissionState = { charged: this.step, released: false, pausedCharges: 0 }
     this.inFlight++
     this.charged += this.step
     return new Admission(this, state)
@@ -222,7 +212,7 @@ class GateCore {
       return true
     }
     if (this.holder === undefined) this.holder = state
-    else if (!this.runsPastBudget(state)) return false
+    else if (state !== this.holder) return false
     this.add(state, bytes)
     return true
   }
@@ -267,20 +257,12 @@ class GateCore {
     if (paused.onAbort !== undefined) paused.signal?.removeEventListener('abort', paused.onAbort)
   }
 
-  /** The holder, or work that the holder waits on (through joins). */
-  runsPastBudget(state: AdmissionState, depth = 0): boolean {
-    if (state === this.holder) return true
-    if (state.joiners === undefined || depth >= MAX_JOIN_DEPTH) return false
-    for (const joiner of state.joiners) if (this.runsPastBudget(joiner, depth + 1)) return true
-    return false
-  }
-
   /** Resumes what memory now allows: paused charges first, then new requests. */
   drain(): void {
     for (;;) {
       let blocked = false
       for (const paused of this.paused) {
-        if (this.holder !== undefined && this.runsPastBudget(paused.state)) {
+        if (paused.state === this.holder) {
           this.grant(paused)
         } else if (!blocked && this.charged + paused.bytes <= this.budget) {
           this.grant(paused)
@@ -309,22 +291,6 @@ class GateCore {
 
   // Ending -----------------------------------------------------------------
 
-  join(state: AdmissionState, leader: AdmissionState): Join {
-    if (state.released || leader.released || state === leader) return NO_JOIN
-    ;(leader.joiners ??= new Set()).add(state)
-    ;(state.leaders ??= new Set()).add(leader)
-    if (this.holder !== undefined && this.paused.size > 0) this.drain()
-    let ended = false
-    return {
-      end: () => {
-        if (ended) return
-        ended = true
-        leader.joiners?.delete(state)
-        state.leaders?.delete(leader)
-      },
-    }
-  }
-
   release(state: AdmissionState, reason: unknown): void {
     if (state.released) return
     state.released = true
@@ -340,10 +306,6 @@ class GateCore {
     state.charged = 0
     this.inFlight--
     if (this.holder === state) this.holder = undefined
-    if (state.leaders !== undefined) for (const leader of state.leaders) leader.joiners?.delete(state)
-    if (state.joiners !== undefined) for (const joiner of state.joiners) joiner.leaders?.delete(state)
-    state.leaders = undefined
-    state.joiners = undefined
     this.drain()
   }
 
@@ -401,16 +363,6 @@ export class Admission {
    */
   charge(bytes: number, options: ChargeOptions): Promise<void> {
     return this.#core.charge(this.#state, bytes, options)
-  }
-
-  /**
-   * Declares that this request waits on `leader`'s fetch or render (request
-   * collapsing). The joiner is charged nothing for it (SPEC.md 8.1); while the
-   * join lasts, the leader runs past the budget whenever this request does.
-   * End the join when the shared work settles; release ends it too.
-   */
-  join(leader: Admission): Join {
-    return this.#core.join(this.#state, leader.#state)
   }
 
   /** Returns every charge and the slot. Idempotent; paused charges reject with `reason`. */

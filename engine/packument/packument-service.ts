@@ -123,6 +123,7 @@ export class PackumentService {
     const perByte = SOURCE_CHARGE_PER_BYTE[ecosystem]
     const fetchFrom = async (client: UpstreamClient | undefined): Promise<Fetched> => {
       if (client === undefined) return { kind: 'absent' }
+      this.#o.cache.full.read()
       try {
         const result = await client.fetchDocument(request.packageName, {
           signal,

@@ -7,7 +7,7 @@
 import { readBuildInfo } from '../../engine/build-info.js'
 import { systemClock } from '../../engine/clock.js'
 import { loadConfig } from '../../engine/config/load.js'
-import { isServiceError } from '../../engine/errors.js'
+import { ERROR_TABLE, isServiceError } from '../../engine/errors.js'
 import { formatProblems } from '../../engine/config/problems.js'
 import { resolveIdentity } from '../../engine/log/identity.js'
 import { createProcessLogger, type ProcessLogger } from '../../engine/log/pino-logger.js'
@@ -17,14 +17,16 @@ import { Shutdown } from '../lifecycle/shutdown.js'
 import { runCheckConfig } from '../roles/check-config.js'
 import { runPilotCompile, startPilot } from '../roles/pilot.js'
 import { startProxy } from '../roles/proxy.js'
+import { startMirror } from '../roles/mirror.js'
 import type { RoleContext, RunningRole } from '../roles/role-context.js'
 import { parseArgs, USAGE, type Command, type Role } from './args.js'
 
-export const ROLE_UNAVAILABLE = 'a role this build cannot run'
+export const ROLE_UNAVAILABLE = ERROR_TABLE.ROLE_UNAVAILABLE.message
 
 /** Roles this build can run; the others refuse at boot with exit 2 (SPEC.md 7.2). */
 const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<RunningRole>>> = {
   proxy: startProxy,
+  mirror: startMirror,
   pilot: startPilot,
 }
 

@@ -2,14 +2,15 @@
  * Mount readiness (SPEC.md 2.7, 3.1). Each mount is reported separately; a
  * mount whose rules deny on the advisory database starts awaiting it and
  * becomes ready, one way, when its first qualified artifact is accepted; a
- * mount whose rules decide without it is ready at boot. Draining and a
- * latched Dredger halt take every mount out of rotation.
+ * mount whose rules decide without it is ready at boot. Draining takes every
+ * mount out of rotation. `halted` is the token SPEC.md 2.7 gives a latched
+ * Dredger cap halt; this build runs no Dredger, so nothing latches it yet:
+ * the Dredger role adds the latch with the role.
  *
  * What a load balancer sees (SPEC.md 3.1 rule 1: a missing artifact of one
  * ecosystem does not remove the others from rotation): `GET /readyz` is 200
- * while the role has started, is neither draining nor halted, no process
- * condition fails, and at least one mount is ready; the body names every
- * mount's state. `GET /readyz/{mount}` answers for that mount alone, for
+ * while the role has started, is not draining, no process condition fails,
+ * and at least one mount is ready; the body names every mount's state. `GET /readyz/{mount}` answers for that mount alone, for
  * balancers that route each mount's prefix on its own. A process condition
  * (the embedded mirror queue that cannot write its journal) fails every
  * answer and is named under `conditions`.
@@ -41,7 +42,6 @@ export class Readiness {
   readonly #mounts = new Map<MountKey, MountState>()
   #started = false
   #draining = false
-  #halted = false
   readonly #conditions = new Map<string, ReadinessCondition>()
 
   /** A mount awaits the advisory database when `awaitsAdvisories`, else it is ready at boot. */
@@ -63,13 +63,11 @@ export class Readiness {
   }
 
   startDraining(): void { this.#draining = true }
-  latchHalted(): void { this.#halted = true }
 
   stateOf(key: MountKey): MountState | undefined {
     const state = this.#mounts.get(key)
     if (state === undefined) return undefined
     if (this.#draining) return MOUNT_STATE.draining
-    if (this.#halted) return MOUNT_STATE.halted
     return state
   }
 
@@ -89,7 +87,7 @@ export class Readiness {
       const reason = check()
       if (reason !== undefined) { conditions[name] = reason; failing = true }
     }
-    const ready = this.#started && !this.#draining && !this.#halted && !failing && (anyReady || (only === undefined && this.#mounts.size === 0))
+    const ready = this.#started && !this.#draining && !failing && (anyReady || (only === undefined && this.#mounts.size === 0))
     return { status: ready ? 'ready' : 'not_ready', mounts, ...(failing ? { conditions } : {}) }
   }
 

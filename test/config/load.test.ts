@@ -160,6 +160,46 @@ mounts:
   t.notMatch(JSON.stringify(found), /s3cret/, 'no credential in the report')
 })
 
+t.test('an unparsable URL is never echoed with its credential, whatever characters the password holds', async (t) => {
+  // No parser can tell where such a userinfo ends: a password holding "/", "?", "#" or "@" must not leak either.
+  const file = await withDocument(t, `
+advisories: { epssFeedUrl: "https://user:s3cret@mid@feed example/", osvExportBaseUrl: "user:s3cret@osv.example/" }
+mounts:
+  js:
+    upstreams:
+      private: { url: "https://user:pa/s3cret@private.example/" }
+      public: { url: "https://user:p#s3cret@public.example/" }
+    mirror: { target: "https://user:p?s3cret@mirror.example/" }
+`)
+  const found = problems(load(file))
+  for (const path of ['mounts.js.upstreams.private.url', 'mounts.js.upstreams.public.url', 'mounts.js.mirror.target', 'advisories.epssFeedUrl', 'advisories.osvExportBaseUrl']) {
+    t.match(found.find((p) => p.path === path), { message: /not a valid absolute URL|must be an http or https URL/ }, path)
+  }
+  t.notMatch(JSON.stringify(found), /s3cret/, 'no credential in the report')
+  t.match(found.find((p) => p.path === 'mounts.js.upstreams.private.url'), { message: /"https:\/\/<redacted>@private\.example\/"/ }, 'what is safe is still shown')
+})
+
+t.test('the npm client\'s registry is never echoed with its credential, even when it is this proxy', async (t) => {
+  const result = loadConfig({ env: {}, npmRegistry: () => 'https://npmuser:s3cret@localhost:4873/?token=s3cret' })
+  const found = problems(result)
+  t.match(found, [{ path: 'mounts.js.upstreams.public.url', message: /userinfo/ }, { path: 'mounts.js.upstreams.public.url', message: /this proxy itself/ }])
+  t.notMatch(JSON.stringify(found), /s3cret|npmuser/)
+})
+
+t.test('a document that does not parse is located by line and column; its text is never echoed', async (t) => {
+  const yaml = await withDocument(t, 'server:\n  baseUrl: https://user:s3cret@host/\n   port: 4\n')
+  const unclosed = await withDocument(t, 'mounts:\n  js:\n    upstreams:\n      private: { url: "https://user:s3cret@host/"\n')
+  const duplicate = await withDocument(t, 'server: { baseUrl: "https://user:s3cret@host/" }\nserver: {}\n')
+  const json = await withDocument(t, '{"server": {"baseUrl": https://user:s3cret@host/}}', 'config.json')
+  const jsonAt = await withDocument(t, '{"server":\n {"baseUrl": "https://user:s3cret@host/" x}}', 'config.json')
+  for (const [file, where] of [[yaml, /line 2, column \d+/], [unclosed, /line \d+, column \d+/], [duplicate, /line 2, column 1/], [json, /not valid JSON/], [jsonAt, /line 2, column \d+/]] as const) {
+    const found = problems(load(file))
+    t.match(found, [{ path: '', message: /^cannot parse the configuration document: / }], file)
+    t.match(found[0]?.message, where, file)
+    t.notMatch(JSON.stringify(found), /s3cret/, `${file}: no document text echoed`)
+  }
+})
+
 t.test('an upstream that is this proxy itself is refused, naming the setting', async (t) => {
   const file = await withDocument(t, 'server: { port: 4873 }\n')
   const viaNpm = loadConfig({ configPath: file, env: {}, npmRegistry: () => 'https://localhost:4873/js/' })
@@ -169,6 +209,33 @@ server: { port: 4873, baseUrl: "https://proxy.example" }
 mounts: { js: { upstreams: { private: { url: "https://proxy.example/js/" }, public: { url: "${PUBLIC}" } } } }
 `)
   t.match(problems(load(explicit)), [{ path: 'mounts.js.upstreams.private.url', message: /this proxy itself/ }])
+})
+
+t.test('what a role refused only when it started is a configuration problem, reported with the others', async (t) => {
+  const file = await withDocument(t, `
+store: { kind: s3, bucket: advisories, prefix: "../outside" }
+mounts:
+  js:
+    upstreams:
+      private: { url: "https://private.example/npm/?shard=2" }
+      public: { url: "https://public.example/#top", allowInternalRanges: ["127.0.0.0/8", "::1/128", "10.0.0.0/33", "localhost", "1.2.3.4/08x"] }
+    publish: { target: "https://publish.example/", scopes: ["@acme"] }
+  py:
+    upstreams: { public: { url: "https://public.example/" } }
+`)
+  const found = problems(load(file, { SERVICE_SERVER__PORT: 'eighty' }))
+  const at = (path: string) => found.filter((p) => p.path === path).map((p) => p.message)
+  t.match(at('mounts.js.publish'), [/relays no publishes/])
+  t.match(at('mounts.js.upstreams.private.url'), [/query or fragment/])
+  t.match(at('mounts.js.upstreams.public.url'), [/query or fragment/])
+  t.same(found.filter((p) => p.path.includes('allowInternalRanges')).map((p) => p.path), [2, 3, 4].map((i) => `mounts.js.upstreams.public.allowInternalRanges.${i}`))
+  t.match(at('store.prefix'), [/not a usable object key prefix/])
+  t.match(at('server.port'), [/number/], 'in the same report as a type problem')
+  t.same(at('mounts.py.publish'), [])
+  const viaNpm = loadConfig({ env: {}, npmRegistry: () => 'https://registry.example/?tenant=a' })
+  t.match(problems(viaNpm), [{ path: 'mounts.js.upstreams.public.url', message: /query or fragment/, source: /npm client/ }])
+  t.ok(load(await withDocument(t, 'store: { kind: embedded, prefix: "../ignored" }\nmounts: { js: { upstreams: { public: { url: "https://public.example/?" } } } }\n')).ok,
+    'an embedded store has no prefix; an empty query is none')
 })
 
 t.test('LOG_LEVEL sets the floor unless the SERVICE_ key is set', async (t) => {

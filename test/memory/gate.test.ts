@@ -211,57 +211,6 @@ t.test('only one request at a time runs past the budget, until it ends', async (
   t.equal(d.state, 'resolved', 'then the waiting request enters')
 })
 
-t.test('work the overshooting request waits on runs past the budget with it', async (t) => {
-  const { gate } = makeGate()
-  const holder = await gate.enter()
-  const leader = await gate.enter()
-  const other = await gate.enter()
-  await holder.charge(8 * MiB, READ)
-  t.equal(holder.overshooting, true)
-  const leaderRead = track(leader.charge(4 * MiB, READ))
-  const otherRead = track(other.charge(4 * MiB, READ))
-  await flush()
-  t.equal(leaderRead.state, 'pending')
-
-  // The holder joins the leader's fetch: it is charged nothing for it, and
-  // the leader's paused read resumes past the budget.
-  const charged = holder.chargedBytes
-  const join = holder.join(leader)
-  await flush()
-  t.equal(leaderRead.state, 'resolved')
-  t.equal(otherRead.state, 'pending', 'unrelated work still waits')
-  t.equal(holder.chargedBytes, charged, 'joining costs the joiner nothing')
-  t.equal(leader.overshooting, false, 'the right stays with the holder')
-  await t.resolves(leader.charge(2 * MiB, READ), 'further leader charges run past the budget while the join lasts')
-
-  join.end()
-  join.end()
-  const after = track(leader.charge(MiB, READ))
-  await flush()
-  t.equal(after.state, 'pending', 'after the join ends the leader waits again')
-  holder.release()
-  leader.release()
-  other.release()
-  await flush()
-  t.equal(after.state, 'rejected', 'released while paused')
-  t.equal(otherRead.state, 'resolved')
-  t.equal(gate.chargedBytes, 0)
-})
-
-t.test('joins carry the right along a chain', async (t) => {
-  const { gate } = makeGate()
-  const holder = await gate.enter()
-  const middle = await gate.enter()
-  const last = await gate.enter()
-  middle.join(last)
-  holder.join(middle)
-  await holder.charge(8 * MiB, READ)
-  t.equal(holder.overshooting, true)
-  await last.charge(4 * MiB, READ)
-  t.equal(gate.chargedBytes, 15 * MiB)
-  t.equal(holder.join(holder).end(), undefined, 'joining oneself does nothing')
-})
-
 t.test('charges are returned when a request is aborted mid-pause', async (t) => {
   const { gate } = makeGate()
   const a = await gate.enter()
@@ -339,7 +288,7 @@ t.test('a gate from the plan', async (t) => {
   const plan = computePlan({ cgroup: { cpuCores: 2, memoryLimitBytes: GiB } })
   const timers = new ManualTimers()
   const gate = AdmissionGate.fromPlan(plan, timers)
-  t.match(gate.snapshot(), { budgetBytes: 64 * MiB, brakeLevel: 0 })
+  t.match(gate.snapshot(), { budgetBytes: plan.startingBudgetBytes.value, brakeLevel: 0 })
   const admissions = await Promise.all(Array.from({ length: 32 }, () => gate.enter()))
   const extra = track(gate.enter())
   await flush()

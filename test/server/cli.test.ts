@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
 import { runService } from '../helpers/service-process.js'
 
@@ -14,12 +17,15 @@ t.test('a refused configuration aborts the boot with exit 2 and every problem li
 })
 
 t.test('roles this build cannot run refuse with exit 2', async (t) => {
-  for (const args of [['mirror'], ['dredger'], ['dredger', '--dry-run']]) {
+  for (const args of [['dredger'], ['dredger', '--dry-run']]) {
     const run = runService(t, args, OFFLINE)
     const { code } = await run.exited
     t.equal(code, 2, args.join(' '))
     t.match(run.stderr(), /a role this build cannot run/)
   }
+  const mirror = runService(t, ['mirror'], OFFLINE)
+  t.equal((await mirror.exited).code, 2, 'mirror without a mirror target cannot start')
+  t.match(mirror.stderr(), /service mirror needs mounts\.js\.mirror/)
   const unknown = runService(t, ['janitor'], OFFLINE)
   t.equal((await unknown.exited).code, 2)
   t.match(unknown.stderr(), /unknown role janitor/)
@@ -39,6 +45,34 @@ t.test('check-config validates without starting a role; --json is one object', a
   const bad = runService(t, ['check-config', '--json'], { ...OFFLINE, SERVICE_SERVER__PORT: 'x' })
   t.equal((await bad.exited).code, 2)
   t.match(JSON.parse(bad.stdout()), { ok: false, problems: [{ path: 'server.port' }] })
+})
+
+t.test('check-config refuses exactly what boot refuses: exit 2 and the same report', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'check-config-parity-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  // Each document was once refused only when the proxy started, after check-config had passed it.
+  const documents: Record<string, string> = {
+    publish: 'mounts: { js: { publish: { target: "https://publish.example/", scopes: ["@acme"] } } }\n',
+    'upstream-query': 'mounts: { js: { upstreams: { private: { url: "https://private.example/npm/?shard=2" } } } }\n',
+    'upstream-fragment': 'mounts: { js: { upstreams: { private: { url: "https://private.example/npm/#top" } } } }\n',
+    'internal-range': 'mounts: { js: { upstreams: { public: { allowInternalRanges: ["127.0.0.0/33", "localhost"] } } } }\n',
+    'store-prefix': 'store: { kind: s3, bucket: advisories, region: eu-west-1, prefix: "../outside" }\n',
+    schema: 'runtime: { cores: 0 }\n',
+  }
+  for (const [name, text] of Object.entries(documents)) {
+    const file = join(dir, `${name}.yaml`)
+    await writeFile(file, text)
+    const env = { ...OFFLINE, SERVICE_SERVER__PORT: '0' }
+    const check = runService(t, ['check-config', '--config', file], env)
+    const boot = runService(t, ['proxy', '--config', file], env)
+    // A boot that starts after all is a failure to report, not a hang until tap's timeout.
+    const started = boot.waitForOutput('proxy listening', 60_000).then(() => ({ code: 'started' }), () => boot.exited)
+    const [checked, booted] = await Promise.all([check.exited, Promise.race([boot.exited, started])])
+    t.equal(checked.code, 2, `${name}: check-config refuses`)
+    t.equal(booted.code, 2, `${name}: boot refuses`)
+    t.match(check.stderr(), /^configuration refused, \d+ problems?:\n/, `${name}: a configuration report`)
+    t.equal(boot.stderr(), check.stderr(), `${name}: the same report`)
+  }
 })
 
 t.test('the launcher names how the service process ended (SPEC.md 7.2)', async (t) => {
