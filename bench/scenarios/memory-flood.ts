@@ -21,6 +21,7 @@ import { readPackument } from '../../test/peers/shared-data.js'
 import { makeTestCa } from '../../test/peers/tls.js'
 import { startVerdaccio } from '../../test/peers/verdaccio.js'
 import { repoRoot } from '../../test/peers/repo-root.js'
+import { RenamablePackument } from '../../test/admission/renamable-packument.js'
 import { peakRssBytes, treePeakRssBytes } from '../lib/peak-rss.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
 
@@ -87,17 +88,13 @@ async function flood(urlOf: (i: number) => string): Promise<FloodResult> {
   }
 }
 
-async function measureProxy(body: Buffer): Promise<{ result: FloodResult; peak: number | undefined }> {
+export async function measureProxy(doc: Record<string, unknown>): Promise<{ result: FloodResult; peak: number | undefined }> {
   const ca = await makeTestCa()
   const dir = await mkdtemp(join(tmpdir(), 'bench-flood-'))
-  // Without the top-level name, each answer gets the name it was asked for.
-  const doc = JSON.parse(body.toString('utf8')) as Record<string, unknown>
-  delete doc['name']
-  const rest = Buffer.from(JSON.stringify(doc).slice(1))
+  // Each answer, and each of its version manifests, gets the name it was asked for.
+  const renamable = new RenamablePackument(doc, 'typescript')
   const upstream = createServer({ key: ca.keyPem, cert: ca.certPem }, (req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' })
-    res.write(`{"name":${JSON.stringify(decodeURIComponent((req.url ?? '/').slice(1)))},`)
-    res.end(rest)
+    renamable.send(res, decodeURIComponent((req.url ?? '/').slice(1)))
   })
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
   const origin = `https://127.0.0.1:${(upstream.address() as AddressInfo).port}`
@@ -170,7 +167,7 @@ const scenario: Scenario = {
   async run(): Promise<ScenarioResult> {
     const doc = await twentyMegabyteDocument()
     const body = Buffer.from(JSON.stringify(doc))
-    const proxy = await measureProxy(body)
+    const proxy = await measureProxy(doc)
     const verdaccio = await measureVerdaccio(doc)
     const v = typeof verdaccio === 'string' ? undefined : verdaccio.result
     const base = (value: number | undefined, unit: string, better: 'higher' | 'lower') =>

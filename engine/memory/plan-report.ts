@@ -44,10 +44,27 @@ export interface PlanDescription {
     readonly deductions: {
       readonly cacheBytes: FigureDescription<number>
       readonly queueTenantsBytes: FigureDescription<number>
+      readonly inMemoryQueueBytes: FigureDescription<number>
+      readonly enqueueBufferBytes: FigureDescription<number>
+      readonly publishBodiesBytes: FigureDescription<number>
+      readonly mirrorWorkBytes: FigureDescription<number>
       readonly idleProcessBytes: FigureDescription<number>
     }
     readonly floorBytes: FigureDescription<number>
     readonly liveCeilingBytes: FigureDescription<number>
+  }
+  /** What the mirror worker reads to size itself (plan.mirror). */
+  readonly mirror: {
+    readonly concurrency: FigureDescription<number>
+    readonly wantedConcurrency: number
+    /** True when a small automatic plan ran fewer mirror jobs than it wanted. */
+    readonly shed: boolean
+    readonly jobAllowanceBytes: FigureDescription<number>
+    readonly workBytes: FigureDescription<number>
+  }
+  readonly enqueueBuffer: {
+    readonly jobs: FigureDescription<number>
+    readonly bytes: FigureDescription<number>
   }
   readonly metadataIngestCeiling: { readonly maxResponseBytes: FigureDescription<number> }
   readonly serveAdmission: {
@@ -85,11 +102,23 @@ export function describePlan(plan: MemoryPlan): PlanDescription {
       deductions: {
         cacheBytes: d(plan.deductions.cacheBytes),
         queueTenantsBytes: d(plan.deductions.queueTenantsBytes),
+        inMemoryQueueBytes: d(plan.deductions.inMemoryQueueBytes),
+        enqueueBufferBytes: d(plan.deductions.enqueueBufferBytes),
+        publishBodiesBytes: d(plan.deductions.publishBodiesBytes),
+        mirrorWorkBytes: d(plan.deductions.mirrorWorkBytes),
         idleProcessBytes: d(plan.deductions.idleProcessBytes),
       },
       floorBytes: d(plan.budgetFloorBytes),
       liveCeilingBytes: d(plan.liveCeilingBytes),
     },
+    mirror: {
+      concurrency: d(plan.mirror.concurrency),
+      wantedConcurrency: plan.mirror.wantedConcurrency,
+      shed: plan.mirror.concurrency.value < plan.mirror.wantedConcurrency,
+      jobAllowanceBytes: d(plan.mirror.jobAllowanceBytes),
+      workBytes: d(plan.mirror.workBytes),
+    },
+    enqueueBuffer: { jobs: d(plan.enqueueBuffer.jobs), bytes: d(plan.enqueueBuffer.bytes) },
     metadataIngestCeiling: { maxResponseBytes: d(plan.maxResponseBytes) },
     serveAdmission: {
       maxInFlight: d(plan.serveMaxInFlight),
@@ -120,6 +149,8 @@ export function logPlan(plan: MemoryPlan, logger: Logger): void {
   }
   logger.info(MEMORY_PLAN_TRANSIENT_BUDGET, {
     ...description.transientBudget,
+    mirror: description.mirror,
+    enqueueBuffer: description.enqueueBuffer,
     heapCeilingBytes: description.heapCeilingBytes,
     nurseryBytes: description.nurseryBytes,
     allocationAreaBytes: description.allocationAreaBytes,

@@ -13,9 +13,32 @@
  *   the allocation area reaches its 64 MiB maximum, so such a plan never
  *   shrinks the area below what the memory would allow.
  * - With no heap ceiling at all, the allocation area is its 64 MiB maximum.
- * - Deductions from the live target: the cache budget, the queue tenants
- *   (in-memory queue and enqueue buffer, 16 MiB), and the idle process
- *   (24 MiB for the main thread plus 4 MiB per pool thread).
+ * - Deductions from the live target (SPEC.md 8.1 and the last paragraph of
+ *   8.2), each a figure with its origin:
+ *   - the runtime reserve, i.e. the idle process: 24 MiB for the main thread
+ *     plus 4 MiB per pool thread;
+ *   - the cache budget (SPEC.md 8.1 fixes it: 30% of the live target, at
+ *     least 64 MiB);
+ *   - the queue tenants, only when some mount has a mirror target (otherwise
+ *     no queue is opened and no job is made): the in-memory queue, the
+ *     embedded queue's own bound (engine/queue/embedded-queue-bounds.ts:
+ *     16 MiB of bodies plus 512 bytes of bookkeeping for each of its 10,000
+ *     jobs, 21 MiB in whole MiB; nothing with `queue.kind: sqs`), and the
+ *     enqueue buffer, 256 jobs waiting for their send at 17 KiB each (an
+ *     8 KiB body, the job it was encoded from, and 1 KiB of objects), 5 MiB;
+ *   - publish bodies: nothing, since this build relays no publish (the
+ *     configuration loader refuses a publish target); a relay streams its
+ *     body and adds its bound here;
+ *   - mirror-artifact work, only with a mirror target: `mirror.concurrency`
+ *     jobs of `mirror.jobAllowanceBytes` (16 MiB: the worker streams the
+ *     artifact, publish-body.ts, so one job holds its target lookup document
+ *     and the bytes in flight, never the whole artifact). Automatic
+ *     concurrency is 2 per core, at most 8, but no more jobs than fit in
+ *     half of what the live target leaves after the deductions above (the
+ *     other half stays with the transient budget), and never below 1. So a
+ *     small automatic plan sheds mirror-artifact capacity first; cache
+ *     retention keeps its SPEC.md budget, whatever mirror work wants.
+ *     A `limits.mirrorConcurrency` pin wins and is never shed.
  * - Transient floor: an eighth of the live target, at least 16 MiB (a quarter
  *   of the 1 GiB start with no heap ceiling). Live ceiling: the live target
  *   less the idle process; while calm, transient work may borrow the room
@@ -28,6 +51,7 @@
  *   least 4. The waiting room holds twice the in-flight count.
  */
 import { ServiceError } from '../errors.js'
+import { EMBEDDED_QUEUE_BOUNDS } from '../queue/embedded-queue-bounds.js'
 
 export const MiB = 1024 * 1024
 export const GiB = 1024 * MiB
@@ -52,6 +76,16 @@ export interface PlanPins {
   readonly maxResponseBytes?: number | undefined
   /** `cache.maxBytes`; 0 or unset means automatic. */
   readonly cacheMaxBytes?: number | undefined
+  /** `limits.mirrorConcurrency`; 0 or unset means automatic. */
+  readonly mirrorConcurrency?: number | undefined
+}
+
+/** What this configuration makes the process hold beside the serve path. */
+export interface PlanWork {
+  /** Some mount has a mirror target: the queue opens, jobs are enqueued and a mirror worker runs (SPEC.md 1.6). */
+  readonly mirrorTarget?: boolean | undefined
+  /** `queue.kind`: the embedded queue keeps its pending jobs in memory; SQS keeps none. Default embedded. */
+  readonly queueKind?: 'embedded' | 'sqs' | undefined
 }
 
 export interface PlanCgroup {
@@ -62,14 +96,41 @@ export interface PlanCgroup {
 export interface PlanInputs {
   readonly pins?: PlanPins
   readonly cgroup?: PlanCgroup
+  readonly work?: PlanWork
   /** The host's CPU count (os.availableParallelism()); reported, never used to size. */
   readonly hostCpuCount?: number
 }
 
 export interface PlanDeductions {
   readonly cacheBytes: Figure<number>
+  /** SPEC.md 8.1's queue tenants: the in-memory queue plus the enqueue buffer. */
   readonly queueTenantsBytes: Figure<number>
+  readonly inMemoryQueueBytes: Figure<number>
+  readonly enqueueBufferBytes: Figure<number>
+  readonly publishBodiesBytes: Figure<number>
+  /** mirror.workBytes. */
+  readonly mirrorWorkBytes: Figure<number>
+  /** The runtime reserve (SPEC.md 8.2): the idle process (SPEC.md 8.1). */
   readonly idleProcessBytes: Figure<number>
+}
+
+/** Mirror-artifact work (SPEC.md 8.2); what the mirror worker reads to size itself. */
+export interface MirrorPlan {
+  /** Mirror jobs at once; 0 without a mirror target. */
+  readonly concurrency: Figure<number>
+  /** Memory one mirror job may hold at once; 0 without a mirror target. */
+  readonly jobAllowanceBytes: Figure<number>
+  /** concurrency × jobAllowanceBytes: what the plan deducts for mirror work. */
+  readonly workBytes: Figure<number>
+  /** The automatic concurrency before shedding (equal to concurrency when nothing was shed, or pinned). */
+  readonly wantedConcurrency: number
+}
+
+/** The enqueue buffer between the artifact route and the queue (engine/mirror/enqueue-buffer.ts's capacity). */
+export interface EnqueueBufferPlan {
+  /** Jobs it may hold; 0 without a mirror target. */
+  readonly jobs: Figure<number>
+  readonly bytes: Figure<number>
 }
 
 export interface MemoryPlan {
@@ -88,6 +149,8 @@ export interface MemoryPlan {
   readonly liveTargetBytes: Figure<number | null>
   readonly cacheBudgetBytes: Figure<number>
   readonly deductions: PlanDeductions
+  readonly mirror: MirrorPlan
+  readonly enqueueBuffer: EnqueueBufferPlan
   readonly startingBudgetBytes: Figure<number>
   readonly budgetFloorBytes: Figure<number>
   readonly liveCeilingBytes: Figure<number>
@@ -107,7 +170,18 @@ export const AREA_MAX = 64 * MiB
 export const OUTSIDE_HEAP_MIN = 32 * MiB
 export const CACHE_SHARE = 0.3
 export const CACHE_MIN = 64 * MiB
-export const QUEUE_TENANTS = 16 * MiB
+/** Heap per pending embedded-queue job beside its body: the entry, its id and key, map and heap slots. */
+export const QUEUE_ENTRY_OVERHEAD = 512
+export const IN_MEMORY_QUEUE_BYTES = Math.ceil((EMBEDDED_QUEUE_BOUNDS.maxBytes + EMBEDDED_QUEUE_BOUNDS.maxJobs * QUEUE_ENTRY_OVERHEAD) / MiB) * MiB
+export const ENQUEUE_BUFFER_JOBS = 256
+/** A waiting job: its encoded body (at most the queue's body limit), the job it came from, and their objects. */
+export const ENQUEUE_BUFFER_BYTES_PER_JOB = 2 * EMBEDDED_QUEUE_BOUNDS.maxBodyBytes + 1024
+export const ENQUEUE_BUFFER_BYTES = Math.ceil((ENQUEUE_BUFFER_JOBS * ENQUEUE_BUFFER_BYTES_PER_JOB) / MiB) * MiB
+export const MIRROR_JOB_ALLOWANCE = 16 * MiB
+export const MIRROR_JOBS_PER_CORE = 2
+export const MIRROR_CONCURRENCY_MAX = 8
+/** Mirror work may take at most this share of what the live target leaves after the other deductions. */
+export const MIRROR_SHARE = 0.5
 export const IDLE_MAIN = 24 * MiB
 export const IDLE_PER_THREAD = 4 * MiB
 export const UNBOUNDED_BUDGET = 1 * GiB
@@ -150,6 +224,9 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
   const pinnedInFlight = positivePin('runtime.serveMaxInFlight', pins.serveMaxInFlight, false)
   const pinnedResponse = positivePin('limits.maxResponseBytes', pins.maxResponseBytes, true)
   const pinnedCache = positivePin('cache.maxBytes', pins.cacheMaxBytes, true)
+  const pinnedMirror = positivePin('limits.mirrorConcurrency', pins.mirrorConcurrency, true)
+  const work = inputs.work ?? {}
+  const mirrorTarget = work.mirrorTarget === true
 
   const limit = cgroup.memoryLimitBytes !== undefined && cgroup.memoryLimitBytes > 0 ? cgroup.memoryLimitBytes : undefined
   const memoryLimitBytes = fig(limit ?? null, limit === undefined ? 'default' : 'cgroup')
@@ -190,15 +267,31 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
     : live === null
       ? fig(CACHE_MIN, 'default')
       : fig(Math.max(CACHE_MIN, Math.floor(live * CACHE_SHARE)), 'derived')
+  const idleProcessBytes = fig(IDLE_MAIN + IDLE_PER_THREAD * n, 'derived')
+  const inMemoryQueueBytes = fig(mirrorTarget && work.queueKind !== 'sqs' ? IN_MEMORY_QUEUE_BYTES : 0, 'default')
+  const enqueueBuffer: EnqueueBufferPlan = Object.freeze({
+    jobs: fig(mirrorTarget ? ENQUEUE_BUFFER_JOBS : 0, 'default'),
+    bytes: fig(mirrorTarget ? ENQUEUE_BUFFER_BYTES : 0, 'default'),
+  })
+  const queueTenantsBytes = fig(inMemoryQueueBytes.value + enqueueBuffer.bytes.value, 'default')
+  // No publish relay in this build: the configuration loader refuses a publish target.
+  const publishBodiesBytes = fig(0, 'default')
+  const fixed = cacheBudgetBytes.value + queueTenantsBytes.value + publishBodiesBytes.value + idleProcessBytes.value
+  const mirror = mirrorPlan(mirrorTarget, pinnedMirror, n, live === null ? null : live - fixed)
   const deductions: PlanDeductions = Object.freeze({
     cacheBytes: cacheBudgetBytes,
-    queueTenantsBytes: fig(QUEUE_TENANTS, 'default'),
-    idleProcessBytes: fig(IDLE_MAIN + IDLE_PER_THREAD * n, 'derived'),
+    queueTenantsBytes,
+    inMemoryQueueBytes,
+    enqueueBufferBytes: enqueueBuffer.bytes,
+    publishBodiesBytes,
+    mirrorWorkBytes: mirror.workBytes,
+    idleProcessBytes,
   })
 
   // SPEC.md 8.1: "a quarter of the heap that the nursery leaves, less the
   // cache budget, the queue tenants and the idle process. Without a heap
-  // ceiling it starts at 1 GiB."
+  // ceiling it starts at 1 GiB." Less, too, the publish bodies and the
+  // mirror-artifact work of SPEC.md 8.2.
   let startingBudgetBytes: Figure<number>
   let budgetFloorBytes: Figure<number>
   let liveCeilingBytes: Figure<number>
@@ -208,10 +301,10 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
     liveCeilingBytes = fig(UNBOUNDED_BUDGET, 'default')
   } else {
     const floorBytes = Math.max(BUDGET_FLOOR_MIN, Math.floor(live / 8))
-    const start = Math.max(floorBytes, live - cacheBudgetBytes.value - QUEUE_TENANTS - deductions.idleProcessBytes.value)
+    const start = Math.max(floorBytes, live - fixed - mirror.workBytes.value)
     budgetFloorBytes = fig(floorBytes, 'derived')
     startingBudgetBytes = fig(start, 'derived')
-    liveCeilingBytes = fig(Math.max(start, live - deductions.idleProcessBytes.value), 'derived')
+    liveCeilingBytes = fig(Math.max(start, live - idleProcessBytes.value), 'derived')
   }
 
   const maxResponseBytes = pinnedResponse !== undefined
@@ -237,6 +330,8 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
     liveTargetBytes,
     cacheBudgetBytes,
     deductions,
+    mirror,
+    enqueueBuffer,
     startingBudgetBytes,
     budgetFloorBytes,
     liveCeilingBytes,
@@ -245,5 +340,26 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
     waitingRoom,
     entryStepBytes: ENTRY_STEP_BYTES,
     entryWaitMs: ENTRY_WAIT_MS,
+  })
+}
+
+/**
+ * Mirror-artifact work (the header says why): `room` is what the live target
+ * leaves after every other deduction (null with an unbounded heap).
+ */
+function mirrorPlan(target: boolean, pinned: number | undefined, cores: number, room: number | null): MirrorPlan {
+  if (!target) {
+    return Object.freeze({ concurrency: fig(0, 'default'), jobAllowanceBytes: fig(0, 'default'), workBytes: fig(0, 'default'), wantedConcurrency: 0 })
+  }
+  const wanted = Math.min(MIRROR_CONCURRENCY_MAX, MIRROR_JOBS_PER_CORE * cores)
+  let concurrency: Figure<number>
+  if (pinned !== undefined) concurrency = fig(pinned, 'pin')
+  else if (room === null) concurrency = fig(wanted, 'default')
+  else concurrency = fig(Math.max(1, Math.min(wanted, Math.floor((Math.max(0, room) * MIRROR_SHARE) / MIRROR_JOB_ALLOWANCE))), 'derived')
+  return Object.freeze({
+    concurrency,
+    jobAllowanceBytes: fig(MIRROR_JOB_ALLOWANCE, 'default'),
+    workBytes: fig(concurrency.value * MIRROR_JOB_ALLOWANCE, concurrency.origin === 'pin' ? 'pin' : 'derived'),
+    wantedConcurrency: pinned ?? wanted,
   })
 }

@@ -5,10 +5,17 @@
  *
  * What moves the brake level (SPEC.md 3.8 leaves it "not shown"; our choice):
  *
- *   pressure = the larger of
- *     - heap used / heap size limit (V8's own ceiling for this heap), and
+ *   pressure = the largest of
+ *     - heap used / old-generation limit of each heap (heap-reading.ts says
+ *       why not V8's heap_size_limit): the main thread's and every
+ *       pool thread's (thread-heaps.ts). Each heap against its own limit,
+ *       not their sum against the sum: a pool thread past its
+ *       `resourceLimits` dies (ERR_WORKER_OUT_OF_MEMORY) whatever the other
+ *       heaps hold, and a sum would hide one full thread behind idle ones
+ *       and behind the main thread's larger limit. The sums are reported;
  *     - cgroup memory in use / memory limit (working set: memory.current less
- *       inactive file pages; only with a memory limit).
+ *       inactive file pages; only with a memory limit): the whole process,
+ *       heaps, buffers and native memory of every thread together.
  *
  *   Rising: 2 (braking) at pressure >= 0.85, 1 (holding) at >= 0.70.
  *   Falling needs 5 points more (hysteresis, so the level does not flap on
@@ -25,8 +32,8 @@
  *   2 braking  cuts it by a quarter per sample, down to the floor; started
  *              requests then pause and new ones wait at the gate.
  */
-import { getHeapStatistics } from 'node:v8'
 import type { AdmissionGate, BrakeLevel } from './gate.js'
+import { readV8Heap, type HeapReading } from './heap-reading.js'
 import { MiB, type MemoryPlan } from './plan.js'
 import { systemTimers, type TimerHandle, type Timers } from './timers.js'
 
@@ -37,32 +44,39 @@ export const HYSTERESIS = 0.05
 export const CALM_GROWTH_STEPS = 16
 export const BRAKE_CUT = 0.75
 
-export interface HeapReading {
-  readonly usedBytes: number
-  readonly limitBytes: number
-}
-
-export function readV8Heap(): HeapReading {
-  const stats = getHeapStatistics()
-  return { usedBytes: stats.used_heap_size, limitBytes: stats.heap_size_limit }
-}
+export { readV8Heap, type HeapReading }
 
 export interface SamplerOptions {
   readonly gate: AdmissionGate
   readonly plan: MemoryPlan
-  /** Defaults to this thread's V8 heap statistics. */
+  /** Defaults to this thread's V8 heap against its old-generation limit (heap-reading.ts). */
   readonly readHeap?: () => HeapReading
+  /** The pool threads' heaps (ThreadHeapBoard.readings); omit when no pool reports. */
+  readonly readThreadHeaps?: () => readonly HeapReading[]
   /** The cgroup's memory in use (see cgroup.ts memoryInUseReader); omit when there is no limit. */
   readonly readMemoryInUse?: () => number | undefined
   readonly timers?: Timers
   readonly intervalMs?: number
 }
 
+/** What one sample read of the heaps: sums over the main thread and the reporting pool threads. */
+export interface HeapsReading {
+  readonly usedBytes: number
+  readonly limitBytes: number
+  /** Heaps read: the main thread's and one per reporting pool thread. */
+  readonly heaps: number
+  /** The largest used / limit among them. */
+  readonly fullest: number
+}
+
 export interface Sample {
   readonly pressure: number
   readonly brakeLevel: BrakeLevel
   readonly budgetBytes: number
+  readonly heaps: HeapsReading
 }
+
+const NO_HEAPS: HeapsReading = Object.freeze({ usedBytes: 0, limitBytes: 0, heaps: 0, fullest: 0 })
 
 /** The level that `pressure` moves `current` to (the rule in the header). */
 export function nextBrakeLevel(current: BrakeLevel, pressure: number): BrakeLevel {
@@ -74,6 +88,7 @@ export function nextBrakeLevel(current: BrakeLevel, pressure: number): BrakeLeve
 export class BudgetSampler {
   readonly #gate: AdmissionGate
   readonly #readHeap: () => HeapReading
+  readonly #readThreadHeaps: (() => readonly HeapReading[]) | undefined
   readonly #readMemoryInUse: (() => number | undefined) | undefined
   readonly #memoryLimit: number | null
   readonly #floor: number
@@ -83,10 +98,12 @@ export class BudgetSampler {
   readonly #intervalMs: number
   #timer: TimerHandle | undefined
   #level: BrakeLevel = 0
+  #heaps: HeapsReading = NO_HEAPS
 
   constructor(options: SamplerOptions) {
     this.#gate = options.gate
-    this.#readHeap = options.readHeap ?? readV8Heap
+    this.#readHeap = options.readHeap ?? (() => readV8Heap())
+    this.#readThreadHeaps = options.readThreadHeaps
     this.#readMemoryInUse = options.readMemoryInUse
     this.#memoryLimit = options.plan.memoryLimitBytes.value
     this.#floor = options.plan.budgetFloorBytes.value
@@ -97,6 +114,9 @@ export class BudgetSampler {
   }
 
   get brakeLevel(): BrakeLevel { return this.#level }
+
+  /** The heaps as the last sample read them (zeros before the first). */
+  get heaps(): HeapsReading { return this.#heaps }
 
   /** Starts sampling; the timer never keeps the process alive. */
   start(): void {
@@ -120,13 +140,25 @@ export class BudgetSampler {
     else if (this.#level === 2) next = Math.max(this.#floor, Math.floor(budget * BRAKE_CUT))
     if (next !== budget) this.#gate.setBudget(next)
     this.#gate.setBrakeLevel(this.#level)
-    return { pressure, brakeLevel: this.#level, budgetBytes: this.#gate.budgetBytes }
+    return { pressure, brakeLevel: this.#level, budgetBytes: this.#gate.budgetBytes, heaps: this.#heaps }
   }
 
   #pressure(): number {
-    let pressure = 0
-    const heap = this.#readHeap()
-    if (heap.limitBytes > 0) pressure = heap.usedBytes / heap.limitBytes
+    let usedBytes = 0
+    let limitBytes = 0
+    let heaps = 0
+    let fullest = 0
+    const add = (heap: HeapReading): void => {
+      if (heap.limitBytes <= 0) return
+      usedBytes += heap.usedBytes
+      limitBytes += heap.limitBytes
+      heaps += 1
+      fullest = Math.max(fullest, heap.usedBytes / heap.limitBytes)
+    }
+    add(this.#readHeap())
+    if (this.#readThreadHeaps !== undefined) for (const heap of this.#readThreadHeaps()) add(heap)
+    this.#heaps = { usedBytes, limitBytes, heaps, fullest }
+    let pressure = fullest
     if (this.#memoryLimit !== null && this.#readMemoryInUse !== undefined) {
       const inUse = this.#readMemoryInUse()
       if (inUse !== undefined) pressure = Math.max(pressure, inUse / this.#memoryLimit)

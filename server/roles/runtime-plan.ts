@@ -18,8 +18,13 @@ export async function planFor(config: Config): Promise<MemoryPlan> {
       serveMaxInFlight: config.runtime.serveMaxInFlight,
       maxResponseBytes: config.limits.maxResponseBytes,
       cacheMaxBytes: config.cache.maxBytes,
+      mirrorConcurrency: config.limits.mirrorConcurrency,
     },
     cgroup: { memoryLimitBytes: cgroup.memoryLimitBytes, cpuCores: cgroup.cpuCores },
+    work: {
+      mirrorTarget: Object.values(config.mounts).some((mount) => mount?.mirror !== undefined),
+      queueKind: config.queue.kind,
+    },
     hostCpuCount: availableParallelism(),
   })
 }

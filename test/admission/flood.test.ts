@@ -11,6 +11,7 @@ import { request } from 'undici'
 import { readPackumentBytes } from '../peers/shared-data.js'
 import { makeTestCa } from '../peers/tls.js'
 import { startTestProxy } from '../helpers/proxy.js'
+import { RenamablePackument } from './renamable-packument.js'
 
 const CONCURRENCY = 24
 
@@ -18,14 +19,9 @@ t.test('flood of cold requests for a large packument under a small budget', asyn
   const ca = await makeTestCa()
   t.teardown(() => ca.remove())
   // One real ~10 MB packument, served under many names so no request can join another's fetch.
-  const base = JSON.parse((await readPackumentBytes('typescript')).toString('utf8')) as Record<string, unknown>
-  delete base['name']
-  const rest = Buffer.from(JSON.stringify(base).slice(1))
+  const base = new RenamablePackument(JSON.parse((await readPackumentBytes('typescript')).toString('utf8')) as Record<string, unknown>, 'typescript')
   const server = createServer({ key: ca.keyPem, cert: ca.certPem }, (req, res) => {
-    const name = decodeURIComponent((req.url ?? '/').slice(1))
-    res.writeHead(200, { 'content-type': 'application/json' })
-    res.write(`{"name":${JSON.stringify(name)},`)
-    res.end(rest)
+    base.send(res, decodeURIComponent((req.url ?? '/').slice(1)))
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))

@@ -26,11 +26,12 @@ t.test('a limited pod with a CPU limit: three info lines, no warning', async (t)
   ])
   const budget = logger.find(MEMORY_PLAN_TRANSIENT_BUDGET)[0]?.data
   t.match(budget, {
-    startingBudgetBytes: { value: 64 * MiB, origin: 'derived' },
+    startingBudgetBytes: { value: 80 * MiB, origin: 'derived' },
     liveTargetBytes: { value: 176 * MiB, origin: 'derived' },
     deductions: {
       cacheBytes: { value: 64 * MiB, origin: 'derived' },
-      queueTenantsBytes: { value: 16 * MiB, origin: 'default' },
+      queueTenantsBytes: { value: 0, origin: 'default' },
+      mirrorWorkBytes: { value: 0, origin: 'default' },
       idleProcessBytes: { value: 32 * MiB, origin: 'derived' },
     },
     floorBytes: { value: 22 * MiB },

@@ -35,10 +35,12 @@ t.test('budgets of the 2 CPU / 1 GiB pod', async (t) => {
   const plan = computePlan({ cgroup: { cpuCores: 2, memoryLimitBytes: GiB } })
   // 30% of 176 MiB is 52.8 MiB: the 64 MiB minimum applies.
   t.same(plan.cacheBudgetBytes, { value: 64 * MiB, origin: 'derived' })
-  t.equal(plan.deductions.queueTenantsBytes.value, 16 * MiB)
+  t.same(plan.deductions.queueTenantsBytes, { value: 0, origin: 'default' }, 'no mirror target: no queue, no job')
+  t.equal(plan.deductions.mirrorWorkBytes.value, 0)
+  t.equal(plan.deductions.publishBodiesBytes.value, 0)
   t.equal(plan.deductions.idleProcessBytes.value, 32 * MiB)
-  // 176 - 64 - 16 - 32
-  t.same(plan.startingBudgetBytes, { value: 64 * MiB, origin: 'derived' })
+  // 176 - 64 - 32
+  t.same(plan.startingBudgetBytes, { value: 80 * MiB, origin: 'derived' })
   t.equal(plan.budgetFloorBytes.value, 22 * MiB)
   t.equal(plan.liveCeilingBytes.value, 144 * MiB)
   // Half the live target: admits a packument above 40 MB.
@@ -53,7 +55,7 @@ t.test('budgets of the 2 CPU / 1 GiB pod', async (t) => {
 t.test('cache budget is 30% of the live target when that is above 64 MiB', async (t) => {
   const plan = computePlan({ cgroup: { cpuCores: 8, memoryLimitBytes: 4 * GiB } })
   t.equal(plan.cacheBudgetBytes.value, Math.floor(752 * MiB * 0.3))
-  t.equal(plan.startingBudgetBytes.value, 752 * MiB - Math.floor(752 * MiB * 0.3) - 16 * MiB - 56 * MiB)
+  t.equal(plan.startingBudgetBytes.value, 752 * MiB - Math.floor(752 * MiB * 0.3) - 56 * MiB)
   t.equal(plan.maxResponseBytes.value, 256 * MiB, 'capped at 256 MiB')
 })
 

@@ -122,3 +122,25 @@ t.test('the default heap reader reads this thread\'s V8 heap', async (t) => {
   t.ok(reading.usedBytes > 0)
   t.ok(reading.limitBytes > reading.usedBytes)
 })
+
+t.test('the pool threads\' heaps count, each against its own limit', async (t) => {
+  const plan = computePlan({ cgroup: { cpuCores: 2, memoryLimitBytes: GiB } })
+  const gate = AdmissionGate.fromPlan(plan, new ManualTimers())
+  let threads: HeapReading[] = [{ usedBytes: 10 * MiB, limitBytes: 200 * MiB }, { usedBytes: 10 * MiB, limitBytes: 200 * MiB }]
+  const sampler = new BudgetSampler({
+    gate, plan,
+    readHeap: () => ({ usedBytes: 10 * MiB, limitBytes: 300 * MiB }),
+    readThreadHeaps: () => threads,
+  })
+  const calm = sampler.sample()
+  t.equal(calm.brakeLevel, 0)
+  t.same(calm.heaps, { usedBytes: 30 * MiB, limitBytes: 700 * MiB, heaps: 3, fullest: 10 / 200 })
+  // One thread near its limit: the sum (210 of 700 MiB) reads calm, the thread does not.
+  threads = [{ usedBytes: 180 * MiB, limitBytes: 200 * MiB }, { usedBytes: 10 * MiB, limitBytes: 200 * MiB }]
+  const braking = sampler.sample()
+  t.equal(braking.brakeLevel, 2)
+  t.equal(braking.pressure, 0.9)
+  t.equal(sampler.heaps.usedBytes, 200 * MiB)
+  threads = []
+  t.equal(sampler.sample().heaps.heaps, 1, 'no pool reporting: the main heap alone')
+})
