@@ -16,6 +16,7 @@
  * a credential (SPEC.md 2.9 strips both from provenance for that reason),
  * and a job must never hold one.
  */
+import { createHash } from 'node:crypto'
 import { ServiceError } from '../errors.js'
 import { checkPackageName } from '../npm/names.js'
 import type { Queue } from '../queue/queue.js'
@@ -126,9 +127,19 @@ export function decodeMirrorJob(body: string): MirrorJob {
   return checkMirrorJob(parsed)
 }
 
-/** An `enqueue` for the artifact route: encodes the job and sends it on `queue`. */
+/**
+ * The de-duplication key of a job: one per artifact (its authoritative URL),
+ * so repeated downloads of one version add one pending job, not thousands
+ * (queue.ts SendOptions.dedupKey). A SHA-256 hex digest: 64 printable
+ * characters whatever the URL's length.
+ */
+export function mirrorJobKey(job: Pick<MirrorJob, 'url'>): string {
+  return createHash('sha256').update(job.url).digest('hex')
+}
+
+/** An `enqueue` for the artifact route: encodes the job and sends it on `queue`, de-duplicated by artifact. */
 export function enqueueOn(queue: Pick<Queue, 'send'>): (job: MirrorJob) => Promise<void> {
   return async (job) => {
-    await queue.send(encodeMirrorJob(job))
+    await queue.send(encodeMirrorJob(job), { dedupKey: mirrorJobKey(job) })
   }
 }

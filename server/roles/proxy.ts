@@ -13,6 +13,7 @@ import { MOUNT_KEYS, type MountKey } from '../../engine/config/schema.js'
 import { AdmissionGate } from '../../engine/memory/gate.js'
 import { logPlan } from '../../engine/memory/plan-report.js'
 import { BudgetSampler } from '../../engine/memory/sampler.js'
+import { ThreadHeapBoard } from '../../engine/memory/thread-heaps.js'
 import { memoryInUseReader } from '../../engine/memory/cgroup.js'
 import { v8Limits } from '../../engine/memory/v8-limits.js'
 import { PackumentService, type SelectedArtifact } from '../../engine/packument/packument-service.js'
@@ -26,9 +27,13 @@ import { createEvaluator } from '../../engine/policy/evaluator.js'
 import { SkippedCheckRecord } from '../../engine/policy/skipped-check-record.js'
 import type { Decision, Evaluator, VersionFacts } from '../../engine/policy/decision.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
-import { enqueueOn, type MirrorJob } from '../../engine/mirror/mirror-job.js'
+import type { Queue } from '../../engine/queue/queue.js'
+import { SqsQueue } from '../../engine/queue/sqs-queue.js'
+import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { EnqueueBuffer } from '../../engine/mirror/enqueue-buffer.js'
 import { DroppedVersionRecord } from '../../engine/packument/dropped-versions.js'
 import { runPackumentTask } from '../../workers/packument-client.js'
+import { heapReportWorkerData } from '../../workers/heap-report.js'
 import { createArtifactHandler } from '../routes/artifact-route.js'
 import { ArtifactCounters } from '../routes/artifact-counters.js'
 import type { PolicyGateOptions } from '../../workers/policy-gate.js'
@@ -42,6 +47,7 @@ import type { RoleContext, RunningRole } from './role-context.js'
 import { attachAdvisoryConsumers, readsAdvisories, type AdvisoryConsumers } from './advisory-wiring.js'
 import { openObjectStore } from './object-store.js'
 import { planFor } from './runtime-plan.js'
+import { attachMirrorWorker, type MirrorAttachment } from './mirror.js'
 
 export const PROXY_LISTENING = 'proxy listening'
 export const ADVISORY_MAX_AGE = 'advisory database maximum age'
@@ -51,15 +57,14 @@ const CACHE_MAX_ENTRIES = 50_000
 
 export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const { config, logger, clock } = ctx
-  for (const mount of Object.values(config.mounts)) {
-    // 405 means "no publication target" (SPEC.md 4.3): with one configured, answering 405 would lie.
-    if (mount?.publish !== undefined) throw new Error(`mounts.${mount.key}.publish is set, but this build relays no publishes; remove it`)
-  }
+  // A publish target is refused by the configuration loader (engine/errors.ts CONFIG_REFUSAL.publishNotRelayed).
   const plan = await planFor(config)
   logPlan(plan, logger)
   const limits = v8Limits(plan)
   const gate = AdmissionGate.fromPlan(plan)
-  const sampler = new BudgetSampler({ gate, plan, readMemoryInUse: memoryInUseReader(config.runtime.cgroupPath) })
+  // Every pool thread publishes its heap here (workers/heap-report.ts); spare slots cover a thread replaced after a crash.
+  const threadHeaps = new ThreadHeapBoard(limits.poolThreads * 2)
+  const sampler = new BudgetSampler({ gate, plan, readMemoryInUse: memoryInUseReader(config.runtime.cgroupPath), readThreadHeaps: () => threadHeaps.readings() })
   sampler.start()
 
   const pool = new Piscina({
@@ -68,10 +73,12 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     maxThreads: limits.poolThreads,
     idleTimeout: 60_000,
     resourceLimits: limits.workerResourceLimits,
+    workerData: heapReportWorkerData(threadHeaps),
   })
   pool.on('error', (error: unknown) => logger.error('packument worker failed', { error: String(error) }))
+  pool.on('workerDestroy', (worker: { id: number }) => threadHeaps.release(worker.id))
 
-  const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger })
+  const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()
   const liveness = new Liveness()
   const marker = hopMarker(config.server.baseUrl)
@@ -80,11 +87,18 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
 
   const snapshots: Record<string, () => unknown> = {
     'service.serve.admission.memory': () => gate.snapshot(),
+    'service.runtime.heaps': () => sampler.heaps,
     'service.upstream.fetch.errors': () => counters.snapshot(),
   }
   const jsMount = config.mounts.js
-  const queue = await openMirrorQueue(ctx)
-  if (queue !== undefined) readiness.addCondition('queue', () => (queue.health().writable ? undefined : 'journal_unwritable'))
+  const opened = await openMirrorQueue(ctx)
+  const queue = opened?.queue
+  const embedded = queue instanceof EmbeddedQueue ? queue : undefined
+  if (embedded !== undefined) readiness.addCondition('queue', () => (embedded.health().writable ? undefined : 'journal_unwritable'))
+  // Serve-then-enqueue through a small bounded buffer: a slow queue never holds a response or the heap (issue 12).
+  const enqueueBuffer = queue === undefined ? undefined : new EnqueueBuffer({ queue, logger, capacity: plan.enqueueBuffer.jobs.value })
+  if (enqueueBuffer !== undefined) snapshots['service.mirror.enqueue'] = () => enqueueBuffer.stats()
+  let mirrorWorker: MirrorAttachment | undefined
   const slots = new Map<MountKey, AdvisorySlot>()
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]
@@ -174,11 +188,16 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       evaluate: (facts) => policy.evaluator.evaluate(facts, 'admission'),
       observe: policy.observeDecision,
       integrityFloor: jsMount.integrityFloor,
-      enqueue: queue === undefined || jsMount.mirror === undefined ? noMirror : enqueueOn(queue),
+      enqueue: enqueueBuffer === undefined || jsMount.mirror === undefined ? noMirror : enqueueBuffer.enqueue,
       logger,
       counters: artifactCounters,
       clock,
     })
+    // Embedded queue: this process owns its folder, so it runs the worker too (SQS: `service mirror` does).
+    if (embedded !== undefined && jsMount.mirror !== undefined && publicClient !== undefined) {
+      mirrorWorker = await attachMirrorWorker({ config, logger, clock, queue: embedded, source: publicClient, mount: jsMount, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value })
+      snapshots['service.mirror.jobs.processed'] = () => mirrorWorker?.counters.snapshot()
+    }
     mountJs(door, {
       hopMarker: marker,
       handlers: {
@@ -206,9 +225,11 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     release: async () => {
       sampler.stop()
       await advisories?.stop()
+      await mirrorWorker?.stop(config.server.shutdownDrainTimeout * 1000)
+      await enqueueBuffer?.close(config.server.shutdownDrainTimeout * 1000)
       await Promise.allSettled(clients.map((c) => c.close()))
       await pool.destroy()
-      await queue?.close()
+      await opened?.close()
     },
     metrics: () => Object.fromEntries(Object.entries(snapshots).map(([name, read]) => [name, read()])),
   }
@@ -231,15 +252,28 @@ const noMirror = async (_job: MirrorJob): Promise<void> => {}
 
 /**
  * The durable mirror queue, opened only when some mount has a mirror target:
- * without a consumer to back-fill, jobs would only pile up on disk.
+ * without a consumer to back-fill, jobs would only pile up. Embedded: the
+ * folder at `queue.path`, with a dead-letter queue beside it
+ * (`<path>-dead-letter`) after `queue.maxReceiveCount` receives, so a job
+ * that cannot succeed is kept for inspection rather than retried forever.
+ * SQS: `queue.url`, consumed by `service mirror`.
  */
-async function openMirrorQueue(ctx: RoleContext): Promise<EmbeddedQueue | undefined> {
+async function openMirrorQueue(ctx: RoleContext): Promise<{ queue: Queue, close(): Promise<void> } | undefined> {
   const { config, logger, clock } = ctx
   if (!Object.values(config.mounts).some((m) => m?.mirror !== undefined)) return undefined
-  if (config.queue.kind !== 'embedded') {
-    throw new Error(`queue.kind ${config.queue.kind} is not built into this release; use the embedded queue`)
+  if (config.queue.kind === 'sqs') {
+    if (config.queue.url === undefined) throw new Error('queue.url is required when queue.kind is sqs')
+    const sqs = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock })
+    return { queue: sqs, close: () => sqs.close() }
   }
-  return EmbeddedQueue.open({ dir: config.queue.path, clock, logger })
+  const deadLetterQueue = await EmbeddedQueue.open({ dir: `${config.queue.path.replace(/[\\/]+$/, '')}-dead-letter`, clock, logger })
+  try {
+    const queue = await EmbeddedQueue.open({ dir: config.queue.path, clock, logger, redrive: { maxReceiveCount: config.queue.maxReceiveCount, deadLetterQueue } })
+    return { queue, close: async () => { await queue.close(); await deadLetterQueue.close() } }
+  } catch (error) {
+    await deadLetterQueue.close()
+    throw error
+  }
 }
 
 function mountPolicy(mount: MountConfig, ctx: RoleContext): MountPolicy {

@@ -1,0 +1,237 @@
+/**
+ * The mirror worker's consume loop (SPEC.md 3.7, 6.1): long-polls the queue
+ * for as many messages as it has free job slots, runs each through the
+ * worker with its visibility renewed, and settles every delivery:
+ *
+ * - success (mirrored, already present): deleted;
+ * - a transient publish failure: released at once (visibility 0);
+ * - anything else: left to its window; a job that cannot succeed is thus
+ *   redelivered until the redrive policy moves it to the dead-letter queue;
+ * - a delivery at the receive budget that did not succeed: discarded
+ *   (deleted) with an error log naming the job and the reason, counted as
+ *   `result=discarded`. With a readable redrive policy the budget is one
+ *   above its `maxReceiveCount`, so the dead-letter queue captures first;
+ * - an undecodable payload: rejected before the worker, at debug and
+ *   without the payload, with no budget, error log or counter (SPEC.md 6.1
+ *   item 4); the redrive policy captures it.
+ *
+ * Every successful poll and every settled job beats the heartbeat that
+ * /livez reads (SPEC.md 3.2). `stop` is the drain: no more receives, running
+ * jobs finish within the bound, then the rest are cancelled and left to
+ * their visibility timeout (embedded: unacknowledged, replayed on boot).
+ */
+import type { Clock } from '../clock.js'
+import { systemClock } from '../clock.js'
+import { isServiceError } from '../errors.js'
+import type { Logger } from '../log/logger.js'
+import type { Queue, QueueMessage } from '../queue/queue.js'
+import type { MirrorCounters } from './mirror-counters.js'
+import { decodeMirrorJob, type MirrorJob } from './mirror-job.js'
+import type { MirrorOutcome } from './mirror-worker.js'
+import { VisibilityRenewal, type GiveUp } from './visibility-renewal.js'
+
+/** error: the delivery reached the receive budget without success; deleted (SPEC.md 3.7). */
+export const MIRROR_JOB_DISCARDED = 'mirror job discarded at the receive budget'
+/** warn: renewal kept failing; the job was cancelled or skipped and left to its window (SPEC.md 3.7). */
+export const MIRROR_JOB_GIVEN_UP = 'mirror job given up: visibility renewal kept failing'
+/** debug: a payload that is not a mirror job; never logged itself (SPEC.md 6.1 item 4). */
+export const MIRROR_JOB_UNDECODABLE = 'undecodable mirror job rejected'
+/** warn: a receive failed; the loop retries after a pause. */
+export const MIRROR_RECEIVE_FAILED = 'mirror queue receive failed'
+/** warn: deleting or releasing a settled delivery failed; it comes back after its window. */
+export const MIRROR_SETTLE_FAILED = 'mirror job settle failed'
+
+/** Default visibility window, seconds: long enough for most artifacts, renewed for the rest. */
+export const DEFAULT_VISIBILITY_SECONDS = 120
+/** Long poll, seconds (SQS's maximum): an idle worker costs one request per 20 s. */
+export const DEFAULT_WAIT_SECONDS = 20
+/** Pause after a failed receive. */
+const RECEIVE_RETRY_MS = 5_000
+
+export interface JobRunner {
+  process(job: MirrorJob, signal: AbortSignal): Promise<MirrorOutcome>
+}
+
+export interface MirrorConsumerOptions {
+  readonly queue: Queue
+  readonly worker: JobRunner
+  readonly counters: MirrorCounters
+  readonly logger: Logger
+  /** Jobs at once (the memory plan's mirror-artifact capacity). */
+  readonly concurrency: number
+  /** Deliveries a job gets before it is discarded (SERVICE_QUEUE__MAX_RECEIVE_COUNT, or redrive + 1). */
+  readonly maxReceiveCount: number
+  readonly visibilitySeconds?: number
+  readonly waitSeconds?: number
+  /** A successful poll or a settled job (the /livez heartbeat). */
+  readonly onProgress?: () => void
+  readonly clock?: Clock
+  /** Pause after a failed receive; tests shorten it. */
+  readonly receiveRetryMs?: number
+}
+
+interface Running {
+  readonly controller: AbortController
+  done: Promise<void>
+}
+
+export class MirrorConsumer {
+  readonly #o: MirrorConsumerOptions
+  readonly #visibility: number
+  readonly #wait: number
+  readonly #clock: Clock
+  readonly #running = new Set<Running>()
+  readonly #stopPolling = new AbortController()
+  #loop: Promise<void> | undefined
+  #slotFreed: (() => void) | undefined
+  #stopping = false
+
+  constructor(options: MirrorConsumerOptions) {
+    if (!Number.isSafeInteger(options.concurrency) || options.concurrency < 1) throw new TypeError('concurrency must be a positive integer')
+    if (!Number.isSafeInteger(options.maxReceiveCount) || options.maxReceiveCount < 1) throw new TypeError('maxReceiveCount must be a positive integer')
+    this.#o = options
+    this.#visibility = options.visibilitySeconds ?? DEFAULT_VISIBILITY_SECONDS
+    this.#wait = options.waitSeconds ?? DEFAULT_WAIT_SECONDS
+    this.#clock = options.clock ?? systemClock
+  }
+
+  get running(): number { return this.#running.size }
+
+  start(): void {
+    this.#loop ??= this.#poll()
+  }
+
+  /**
+   * Stops receiving, lets running jobs finish for up to `graceMs`, then
+   * cancels the rest (their messages are left to their windows).
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.#stopping = true
+    this.#stopPolling.abort()
+    this.#slotFreed?.()
+    await this.#loop
+    const all = (): Promise<unknown> => Promise.allSettled([...this.#running].map((r) => r.done))
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([all(), new Promise((resolve) => { timer = setTimeout(resolve, graceMs) })])
+    clearTimeout(timer)
+    for (const r of this.#running) r.controller.abort(new Error('drain bound reached'))
+    await all()
+  }
+
+  async #poll(): Promise<void> {
+    const { queue, logger } = this.#o
+    while (!this.#stopping) {
+      const free = this.#o.concurrency - this.#running.size
+      if (free <= 0) {
+        await new Promise<void>((resolve) => { this.#slotFreed = resolve })
+        continue
+      }
+      let messages: QueueMessage[]
+      try {
+        messages = await queue.receive({ max: Math.min(free, 10), visibilitySeconds: this.#visibility, waitSeconds: this.#wait, signal: this.#stopPolling.signal })
+      } catch (error) {
+        if (this.#stopping) break
+        logger.warn(MIRROR_RECEIVE_FAILED, { error: describe(error) })
+        await this.#pause(this.#o.receiveRetryMs ?? RECEIVE_RETRY_MS)
+        continue
+      }
+      if (this.#stopping) {
+        // Received while stopping: not started, left to their windows.
+        break
+      }
+      this.#o.onProgress?.()
+      const receivedAt = this.#clock.now()
+      for (const message of messages) this.#start(message, receivedAt)
+    }
+  }
+
+  #pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms)
+      this.#stopPolling.signal.addEventListener('abort', () => { clearTimeout(timer); resolve() }, { once: true })
+    })
+  }
+
+  #start(message: QueueMessage, receivedAt: number): void {
+    const controller = new AbortController()
+    const entry: { controller: AbortController, done: Promise<void> } = { controller, done: Promise.resolve() }
+    entry.done = this.#settle(message, receivedAt, controller).finally(() => {
+      this.#running.delete(entry)
+      const wake = this.#slotFreed
+      this.#slotFreed = undefined
+      wake?.()
+    })
+    this.#running.add(entry)
+  }
+
+  async #settle(message: QueueMessage, receivedAt: number, controller: AbortController): Promise<void> {
+    const { queue, worker, counters, logger, maxReceiveCount } = this.#o
+    let job: MirrorJob
+    try {
+      job = decodeMirrorJob(message.body)
+    } catch (error) {
+      logger.debug(MIRROR_JOB_UNDECODABLE, { messageId: message.messageId, detail: isServiceError(error) ? error.data?.['detail'] : undefined })
+      return
+    }
+    const named = { messageId: message.messageId, package: job.package, version: job.version, url: job.url, receiveCount: message.receiveCount }
+    if (message.receiveCount > maxReceiveCount) {
+      return this.#discard(message, named, 'the delivery count is past the receive budget')
+    }
+
+    let givenUp: GiveUp | undefined
+    const renewal = new VisibilityRenewal({
+      queue, receiptHandle: message.receiptHandle, windowSeconds: this.#visibility, receivedAt, clock: this.#clock,
+      onGiveUp: (why) => {
+        givenUp = why
+        logger.warn(MIRROR_JOB_GIVEN_UP, { ...named, reason: why.reason, ...(why.transport === undefined ? {} : { transport: why.transport }) })
+        controller.abort(new Error(`visibility renewal gave up: ${why.reason}`))
+      },
+    })
+    let outcome: MirrorOutcome | undefined
+    try {
+      outcome = await worker.process(job, controller.signal)
+    } catch (error) {
+      if (!controller.signal.aborted) logger.warn(MIRROR_SETTLE_FAILED, { ...named, error: describe(error) })
+    } finally {
+      renewal.stop()
+    }
+    if (givenUp !== undefined) {
+      counters.record('given_up')
+      return
+    }
+    if (outcome === undefined) return // cancelled by the drain: left to its window
+    this.#o.onProgress?.()
+    if (outcome.disposition === 'delete') {
+      counters.record(outcome.result)
+      await this.#apply(() => queue.delete(message.receiptHandle), named, 'delete')
+      return
+    }
+    if (message.receiveCount >= maxReceiveCount) {
+      return this.#discard(message, named, outcome.reason ?? outcome.result, outcome.result)
+    }
+    counters.record(outcome.result)
+    if (outcome.disposition === 'release') await this.#apply(() => queue.changeVisibility(message.receiptHandle, 0), named, 'release')
+  }
+
+  async #discard(message: QueueMessage, named: Record<string, unknown>, reason: string, result?: string): Promise<void> {
+    this.#o.logger.error(MIRROR_JOB_DISCARDED, { ...named, budget: this.#o.maxReceiveCount, reason, ...(result === undefined ? {} : { result }) })
+    this.#o.counters.record('discarded')
+    await this.#apply(() => this.#o.queue.delete(message.receiptHandle), named, 'delete')
+  }
+
+  async #apply(action: () => Promise<void>, named: Record<string, unknown>, what: string): Promise<void> {
+    try {
+      await action()
+    } catch (error) {
+      this.#o.logger.warn(MIRROR_SETTLE_FAILED, { ...named, action: what, error: describe(error) })
+    }
+  }
+}
+
+function describe(error: unknown): string {
+  if (isServiceError(error)) {
+    const reason = error.data?.['reason']
+    return typeof reason === 'string' ? `${error.code} ${reason}: ${error.message}` : `${error.code}: ${error.message}`
+  }
+  return error instanceof Error ? error.message : String(error)
+}

@@ -1,0 +1,67 @@
+/**
+ * The manifest the worker publishes (issue 12): the gated public manifest of
+ * the job's version, with the same `dist.integrity` and `shasum`, so a client
+ * that resolved through the proxy before and after mirroring sees the same
+ * integrity.
+ *
+ * Choice (the job stays small, SPEC.md 2.8; the embedded queue bounds its
+ * size): the job carries only the URL, the name, the version and the digests
+ * it was admitted with; the worker reads the version's manifest from the
+ * public upstream through the same client and egress policy as the public
+ * leg, indexes the document with the packument scanner and parses that one
+ * manifest. The manifest must still carry the job's digests byte for byte:
+ * the job's digests were what the gate admitted, so an upstream that has
+ * since changed the version's digests is refused as an integrity mismatch,
+ * never published. The proxy relays a public manifest unchanged except for
+ * `dist.tarball` (SPEC.md 2.1, 2.3), so this is the gated manifest; the
+ * worker points `dist.tarball` at the target's conventional location.
+ */
+import { ServiceError } from '../errors.js'
+import type { FetchedDocument, FetchDocumentOptions } from '../upstream/upstream-client.js'
+import { NO_STRUCTURE_LIMITS, scanPackument } from '../packument/scanner.js'
+import type { MirrorJob } from './mirror-job.js'
+
+/** What the worker needs of the public upstream: the public leg's own client satisfies it. */
+export interface ManifestSource {
+  fetchDocument(packageName: string, options?: FetchDocumentOptions): Promise<FetchedDocument>
+}
+
+export type ManifestLookup =
+  | { readonly kind: 'manifest'; readonly manifest: Record<string, unknown> }
+  | { readonly kind: 'missing'; readonly detail: string }
+  | { readonly kind: 'mismatch'; readonly detail: string; readonly integrity: string | undefined; readonly shasum: string | undefined }
+
+/** Reads the job's version manifest; throws the client's ServiceError when the read fails. */
+export async function readPublicManifest(source: ManifestSource, job: MirrorJob, signal?: AbortSignal): Promise<ManifestLookup> {
+  const doc = await source.fetchDocument(job.package, { accept: 'application/json', ...(signal === undefined ? {} : { signal }) })
+  if (doc.kind === 'miss') return { kind: 'missing', detail: `the public upstream answered ${doc.status} for the package` }
+  const index = scanPackument(doc.chunks, { limits: NO_STRUCTURE_LIMITS, recordMembers: false })
+  const entry = index.versions.get(job.version)
+  if (entry === undefined) return { kind: 'missing', detail: 'the public upstream no longer lists the version' }
+  let manifest: unknown
+  try {
+    manifest = JSON.parse(index.source.utf8(entry.valueStart, entry.valueEnd))
+  } catch (cause) {
+    throw new ServiceError('UPSTREAM_DECODE', { cause, data: { package: job.package, reason: 'the version manifest is not JSON' } })
+  }
+  if (typeof manifest !== 'object' || manifest === null || Array.isArray(manifest)) {
+    return { kind: 'missing', detail: 'the version manifest is not an object' }
+  }
+  const m = manifest as Record<string, unknown>
+  const dist = (typeof m['dist'] === 'object' && m['dist'] !== null ? m['dist'] : {}) as Record<string, unknown>
+  const integrity = typeof dist['integrity'] === 'string' ? dist['integrity'] : undefined
+  const shasum = typeof dist['shasum'] === 'string' ? dist['shasum'] : undefined
+  if (m['name'] !== job.package || m['version'] !== job.version) {
+    return { kind: 'mismatch', detail: 'the manifest names another package or version', integrity, shasum }
+  }
+  if (integrity !== job.integrity || shasum !== job.shasum) {
+    return { kind: 'mismatch', detail: 'the manifest digests differ from the admitted ones', integrity, shasum }
+  }
+  return { kind: 'manifest', manifest: m }
+}
+
+/** The manifest as published: the gated one with `dist.tarball` on the target. */
+export function publishedManifest(manifest: Readonly<Record<string, unknown>>, tarball: string): Record<string, unknown> {
+  const dist = (typeof manifest['dist'] === 'object' && manifest['dist'] !== null ? manifest['dist'] : {}) as Record<string, unknown>
+  return { ...manifest, dist: { ...dist, tarball } }
+}

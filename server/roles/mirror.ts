@@ -1,0 +1,199 @@
+/**
+ * The mirror worker's composition roots (SPEC.md 1.6, 6.1, 3.2):
+ *
+ * - `attachMirrorWorker`: the worker wired to a queue, the public leg's
+ *   client and the mount's mirror target; the proxy calls it to run the
+ *   worker in its own process on the embedded queue, and `service mirror`
+ *   calls it for the dedicated worker.
+ * - `startMirror`: `service mirror`, the dedicated worker on
+ *   `queue.kind: sqs` (the embedded queue's folder stays owned by the one
+ *   proxy process that serves and enqueues). It serves the probes on
+ *   `SERVICE_SERVER__PORT`; `/livez` carries the worker's own heartbeat.
+ *
+ * At boot the queue's attributes are probed: a readable redrive
+ * `maxReceiveCount` sets the worker's receive budget one above it, so the
+ * dead-letter queue captures first; no redrive policy, or a failed probe
+ * (naming the `<queue>:GetQueueAttributes` permission), is a warning and the
+ * worker starts anyway with `SERVICE_QUEUE__MAX_RECEIVE_COUNT`.
+ *
+ * Only the `js` mount has a public leg in this build, so jobs (which name no
+ * mount) are mirrored to `mounts.js.mirror`.
+ */
+import { systemClock, type Clock } from '../../engine/clock.js'
+import type { Config, MountConfig } from '../../engine/config/config.js'
+import { isServiceError } from '../../engine/errors.js'
+import type { Logger } from '../../engine/log/logger.js'
+import { MirrorConsumer } from '../../engine/mirror/mirror-consumer.js'
+import { MIRROR_JOBS_PROCESSED_METRIC, MirrorCounters } from '../../engine/mirror/mirror-counters.js'
+import { MirrorTarget } from '../../engine/mirror/mirror-target.js'
+import { MirrorWorker, type PublicArtifactSource } from '../../engine/mirror/mirror-worker.js'
+import type { Queue } from '../../engine/queue/queue.js'
+import { SQS_ATTRIBUTES_PERMISSION, SqsQueue } from '../../engine/queue/sqs-queue.js'
+import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
+import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
+import { Heartbeat, Liveness } from '../health/liveness.js'
+import { Readiness } from '../health/readiness.js'
+import { FrontDoor } from '../http/front-door.js'
+import { mountFallback } from '../routes/js-mount.js'
+import { mountProbes } from '../routes/probes.js'
+import { hopMarker } from './proxy.js'
+import type { RoleContext, RunningRole } from './role-context.js'
+import { planFor } from './runtime-plan.js'
+
+/** info: the dedicated worker is consuming. */
+export const MIRROR_LISTENING = 'mirror worker listening'
+/** warn (SPEC.md 6.1 item 2): the queue has no redrive policy; jobs that cannot succeed end at the worker's budget. */
+export const MIRROR_QUEUE_NO_REDRIVE = 'mirror queue has no redrive policy'
+/** warn (SPEC.md 6.1 item 2): the boot probe of the queue attributes failed; names the missing permission. */
+export const MIRROR_QUEUE_ATTRIBUTES_FAILED = 'mirror queue attributes could not be read'
+/** info: the worker's settings at boot. */
+export const MIRROR_WORKER_STARTED = 'mirror worker started'
+
+/** `limits.maxArtifactBytes` when 0 (automatic): 512 MiB, above the largest packages seen on public registries. */
+export const AUTOMATIC_MAX_ARTIFACT_BYTES = 512 * 1024 * 1024
+
+export interface MirrorAttachment {
+  readonly counters: MirrorCounters
+  readonly heartbeat: Heartbeat
+  readonly budget: number
+  /** The drain: stops receiving, lets running jobs finish for up to `graceMs`, cancels the rest. */
+  stop(graceMs: number): Promise<void>
+  metrics(): Record<string, unknown>
+}
+
+export interface AttachMirrorOptions {
+  readonly config: Config
+  readonly logger: Logger
+  readonly clock?: Clock
+  readonly queue: Queue
+  /** The mount's public leg client: the same egress policy for the worker's fetches. */
+  readonly source: PublicArtifactSource
+  readonly mount: MountConfig
+  readonly liveness: Liveness
+  /** The metadata ingest ceiling (the plan's), for the target's version lookup. */
+  readonly maxDocumentBytes: number
+  /** Jobs at once: the memory plan's `mirror.concurrency` (it applies the `limits.mirrorConcurrency` pin, SPEC.md 8.2). */
+  readonly concurrency: number
+  /** Overrides for tests. */
+  readonly visibilitySeconds?: number
+  readonly waitSeconds?: number
+}
+
+export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<MirrorAttachment> {
+  const { config, logger, queue, mount } = options
+  const clock = options.clock ?? systemClock
+  const mirror = mount.mirror
+  if (mirror === undefined) throw new Error(`mounts.${mount.key}.mirror is not set`)
+  const budget = await receiveBudget(queue, config.queue.maxReceiveCount, logger, config.queue.url)
+  const target = new MirrorTarget({ url: mirror.target, token: mirror.token, maxDocumentBytes: options.maxDocumentBytes })
+  const maxArtifactBytes = config.limits.maxArtifactBytes === 0 ? AUTOMATIC_MAX_ARTIFACT_BYTES : config.limits.maxArtifactBytes
+  const concurrency = Math.max(1, options.concurrency)
+  const worker = new MirrorWorker({ source: options.source, target, maxArtifactBytes, logger })
+  const counters = new MirrorCounters()
+  // The worker's own heartbeat, not the listener's (SPEC.md 3.2): created now, so the 660 s allowance starts now.
+  const heartbeat = new Heartbeat(clock)
+  options.liveness.attachMirrorHeartbeat(heartbeat)
+  const consumer = new MirrorConsumer({
+    queue, worker, counters, logger, concurrency, maxReceiveCount: budget, clock,
+    ...(options.visibilitySeconds === undefined ? {} : { visibilitySeconds: options.visibilitySeconds }),
+    ...(options.waitSeconds === undefined ? {} : { waitSeconds: options.waitSeconds }),
+    onProgress: () => heartbeat.beat(),
+  })
+  consumer.start()
+  logger.info(MIRROR_WORKER_STARTED, { mount: mount.key, target: new URL(mirror.target).host, concurrency, maxArtifactBytes, receiveBudget: budget })
+  return {
+    counters,
+    heartbeat,
+    budget,
+    stop: async (graceMs) => {
+      await consumer.stop(graceMs)
+      await target.close()
+    },
+    metrics: () => ({ [MIRROR_JOBS_PROCESSED_METRIC]: counters.snapshot() }),
+  }
+}
+
+/**
+ * The worker's receive budget (SPEC.md 6.1 items 2-3): one above a readable
+ * redrive `maxReceiveCount`, so the dead-letter queue captures first;
+ * otherwise `queue.maxReceiveCount`, with a warning.
+ */
+export async function receiveBudget(queue: Queue, configured: number, logger: Logger, queueUrl: string | undefined): Promise<number> {
+  try {
+    const attributes = await queue.attributes()
+    if (attributes.redrive !== undefined) return attributes.redrive.maxReceiveCount + 1
+    logger.warn(MIRROR_QUEUE_NO_REDRIVE, { budget: configured, ...(queueUrl === undefined ? {} : { queue: queueUrl }) })
+  } catch (error) {
+    logger.warn(MIRROR_QUEUE_ATTRIBUTES_FAILED, {
+      permission: SQS_ATTRIBUTES_PERMISSION, budget: configured,
+      ...(queueUrl === undefined ? {} : { queue: queueUrl }),
+      ...(isServiceError(error) && typeof error.data?.['transport'] === 'string' ? { transport: error.data['transport'] } : {}),
+    })
+  }
+  return configured
+}
+
+/** The public leg's client of a mount, built as the proxy builds it (the same egress policy). */
+export function publicClientFor(config: Config, mount: MountConfig, maxResponseBytes: number, logger: Logger, counters: UpstreamFetchCounters): UpstreamClient {
+  const upstream = mount.upstreams.public
+  if (upstream === undefined) throw new Error(`mounts.${mount.key}.upstreams.public is not set: the mirror worker fetches from it`)
+  return new UpstreamClient({
+    url: upstream.url,
+    trusted: false,
+    ...(upstream.caFile === undefined ? {} : { caFile: upstream.caFile }),
+    allowHosts: upstream.allowHosts,
+    allowInternalRanges: upstream.allowInternalRanges,
+    respectUpstreamTarballHost: config.respectUpstreamTarballHost,
+    maxResponseBytes,
+    proxyId: hopMarker(config.server.baseUrl),
+    logger,
+    counters,
+  })
+}
+
+/** The mount whose mirror target the worker publishes to. */
+export function mirrorMount(config: Config): MountConfig | undefined {
+  const js = config.mounts.js
+  return js?.mirror === undefined ? undefined : js
+}
+
+/** `service mirror`: the dedicated worker on SQS, with the probes. */
+export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
+  const { config, logger, clock } = ctx
+  const mount = mirrorMount(config)
+  if (mount === undefined) throw new Error('service mirror needs mounts.js.mirror (the mirror target)')
+  if (config.queue.kind !== 'sqs' || config.queue.url === undefined) {
+    throw new Error('service mirror runs on queue.kind: sqs; the embedded queue\'s folder is owned by the proxy, which runs the worker itself')
+  }
+  const plan = await planFor(config)
+  const fetchCounters = new UpstreamFetchCounters()
+  const source = publicClientFor(config, mount, plan.maxResponseBytes.value, logger, fetchCounters)
+  const queue = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock })
+  const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
+  const readiness = new Readiness()
+  const liveness = new Liveness()
+  mountProbes(door, liveness, readiness)
+  mountFallback(door)
+  let attachment: MirrorAttachment
+  try {
+    attachment = await attachMirrorWorker({ config, logger, clock, queue, source, mount, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value })
+  } catch (error) {
+    await queue.close()
+    await source.close()
+    throw error
+  }
+  const port = await door.listen()
+  readiness.markStarted()
+  logger.info(MIRROR_LISTENING, { port, queue: config.queue.url })
+  return {
+    door,
+    readiness,
+    liveness,
+    release: async () => {
+      await attachment.stop(config.server.shutdownDrainTimeout * 1000)
+      await source.close()
+      await queue.close()
+    },
+    metrics: () => ({ ...attachment.metrics(), 'service.upstream.fetch.errors': fetchCounters.snapshot() }),
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * The consume loop on a real SQS peer (local-aws-sqs, PEERS.md) with a
+ * scripted job runner standing in for the worker, so each SPEC.md 3.7
+ * transition is driven on purpose: visibility renewal, the transient reset,
+ * the give-up when renewal keeps failing, the budget discard, dead-letter
+ * capture, the undecodable payload, and the boot probe of the attributes.
+ *
+ * local-aws-sqs counts a ChangeMessageVisibility as a receive (PEERS.md):
+ * the budget and dead-letter tests use jobs that end before any renewal.
+ */
+import { CreateQueueCommand } from '@aws-sdk/client-sqs'
+import t from 'tap'
+import type { Test } from 'tap'
+import { ServiceError } from '../../engine/errors.js'
+import { RecordingLogger } from '../../engine/log/logger.js'
+import { MIRROR_JOB_DISCARDED, MIRROR_JOB_GIVEN_UP, MIRROR_JOB_UNDECODABLE, MirrorConsumer, type JobRunner } from '../../engine/mirror/mirror-consumer.js'
+import { MirrorCounters } from '../../engine/mirror/mirror-counters.js'
+import { encodeMirrorJob, type MirrorJob } from '../../engine/mirror/mirror-job.js'
+import type { MirrorOutcome } from '../../engine/mirror/mirror-worker.js'
+import { QueueFailureReason, type Queue } from '../../engine/queue/queue.js'
+import { SqsQueue } from '../../engine/queue/sqs-queue.js'
+import { MIRROR_QUEUE_ATTRIBUTES_FAILED, MIRROR_QUEUE_NO_REDRIVE, receiveBudget } from '../../server/roles/mirror.js'
+import { startSqs } from '../peers/sqs.js'
+import { waitFor } from './wait-for.js'
+
+const peer = await startSqs()
+t.teardown(() => peer.stop())
+const admin = peer.client()
+let serial = 0
+
+async function makeQueue(t: Test, redrive?: number): Promise<{ queue: SqsQueue, deadLetter: SqsQueue }> {
+  const name = `consumer-${++serial}`
+  const dlq = await admin.send(new CreateQueueCommand({ QueueName: `${name}-dead` }))
+  const main = await admin.send(new CreateQueueCommand({
+    QueueName: name,
+    Attributes: redrive === undefined ? {} : { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: `arn:aws:sqs:${peer.region}:123456789012:${name}-dead`, maxReceiveCount: redrive }) },
+  }))
+  const queue = new SqsQueue({ url: main.QueueUrl!, client: peer.client() })
+  const deadLetter = new SqsQueue({ url: dlq.QueueUrl!, client: peer.client() })
+  t.teardown(async () => { await queue.close(); await deadLetter.close() })
+  return { queue, deadLetter }
+}
+
+function job(name = 'pkg'): MirrorJob {
+  return {
+    url: `https://127.0.0.1:9/${name}/-/${name}-1.0.0.tgz`, package: name, version: '1.0.0', filename: `${name}-1.0.0.tgz`,
+    integrity: `sha512-${Buffer.alloc(64, 1).toString('base64')}`, shasum: undefined, enqueuedAt: new Date().toISOString(),
+  }
+}
+
+function consumer(t: Test, queue: Queue, worker: JobRunner, options: { maxReceiveCount?: number, visibilitySeconds?: number } = {}): { counters: MirrorCounters, logger: RecordingLogger, beats: () => number } {
+  const counters = new MirrorCounters()
+  const logger = new RecordingLogger()
+  let beats = 0
+  const c = new MirrorConsumer({
+    queue, worker, counters, logger, concurrency: 2, maxReceiveCount: options.maxReceiveCount ?? 5,
+    visibilitySeconds: options.visibilitySeconds ?? 30, waitSeconds: 1, receiveRetryMs: 100, onProgress: () => { beats++ },
+  })
+  c.start()
+  t.teardown(() => c.stop(5_000))
+  return { counters, logger, beats: () => beats }
+}
+
+const outcome = (result: MirrorOutcome['result'], disposition: MirrorOutcome['disposition']): MirrorOutcome => ({ result, disposition, reason: result })
+
+t.test('a long job is renewed: no other receiver sees it past its first window, then it is deleted', async (t) => {
+  const { queue } = await makeQueue(t)
+  let finish!: () => void
+  let markStarted!: () => void
+  const started = new Promise<void>((resolve) => { markStarted = resolve })
+  const worker: JobRunner = {
+    process: () => { markStarted(); return new Promise((done) => { finish = () => done(outcome('mirrored', 'delete')) }) },
+  }
+  const { counters } = consumer(t, queue, worker, { visibilitySeconds: 2 })
+  await queue.send(encodeMirrorJob(job()))
+  await started
+  // Past the first 2 s window: without renewal the message would be visible again.
+  await new Promise((resolve) => setTimeout(resolve, 3_500))
+  const other = new SqsQueue({ url: queue.url, client: peer.client() })
+  t.teardown(() => other.close())
+  t.same(await other.receive({ max: 10, visibilitySeconds: 30 }), [], 'still hidden while the job runs')
+  finish()
+  await new Promise((resolve) => setTimeout(resolve, 2_500))
+  t.same(await other.receive({ max: 10, visibilitySeconds: 30 }), [], 'deleted once the job succeeded')
+  t.equal(counters.get('mirrored'), 1, 'counted once as mirrored')
+})
+
+t.test('a transient publish failure releases the message at once; the next delivery succeeds', async (t) => {
+  const { queue } = await makeQueue(t)
+  const seen: number[] = []
+  const worker: JobRunner = {
+    process: async () => {
+      seen.push(seen.length + 1)
+      return seen.length === 1 ? outcome('retried', 'release') : outcome('mirrored', 'delete')
+    },
+  }
+  // A 300 s window: only the reset to zero can bring the message back within the test.
+  const { counters } = consumer(t, queue, worker, { visibilitySeconds: 300 })
+  await queue.send(encodeMirrorJob(job()))
+  await waitFor(() => counters.get('mirrored') === 1, 'the second delivery succeeded')
+  t.equal(counters.get('retried'), 1)
+  t.same(seen, [1, 2])
+})
+
+t.test('renewal that keeps failing gives the running job up, with the transport reason, and leaves the message', async (t) => {
+  const { queue } = await makeQueue(t)
+  // The renewal path fails as a lost network would; everything else reaches SQS.
+  const failing: Queue = Object.create(queue) as Queue
+  failing.changeVisibility = async () => {
+    throw new ServiceError('QUEUE_FAILURE', { message: 'SQS ChangeMessageVisibility failed', data: { reason: QueueFailureReason.UNAVAILABLE, transport: 'TimeoutError' } })
+  }
+  failing.receive = (o) => queue.receive(o)
+  failing.delete = (h) => queue.delete(h)
+  let cancelled = false
+  const worker: JobRunner = {
+    process: (_job, signal) => new Promise((_resolve, reject) => {
+      signal.addEventListener('abort', () => { cancelled = true; reject(signal.reason) }, { once: true })
+    }),
+  }
+  const { counters, logger } = consumer(t, failing, worker, { visibilitySeconds: 3 })
+  await queue.send(encodeMirrorJob(job()))
+  await waitFor(() => counters.get('given_up') === 1, 'the job was given up')
+  t.ok(cancelled, 'the running job was cancelled')
+  const [line] = logger.find(MIRROR_JOB_GIVEN_UP)
+  t.match(line, { level: 'warn', data: { package: 'pkg', transport: 'TimeoutError' } })
+  t.equal(counters.get('mirrored') + counters.get('discarded'), 0, 'neither deleted nor discarded')
+})
+
+t.test('without a redrive policy: a warning, and a job that cannot succeed is discarded at the budget', async (t) => {
+  const { queue } = await makeQueue(t)
+  const boot = new RecordingLogger()
+  const budget = await receiveBudget(queue, 2, boot, queue.url)
+  t.equal(budget, 2, 'SERVICE_QUEUE__MAX_RECEIVE_COUNT')
+  t.match(boot.find(MIRROR_QUEUE_NO_REDRIVE), [{ level: 'warn' }])
+  const receives: number[] = []
+  const worker: JobRunner = { process: async () => { receives.push(1); return outcome('too_large', 'leave') } }
+  const { counters, logger } = consumer(t, queue, worker, { maxReceiveCount: budget, visibilitySeconds: 1 })
+  await queue.send(encodeMirrorJob(job('big')))
+  await waitFor(() => counters.get('discarded') === 1, 'the job was discarded')
+  t.equal(receives.length, 2, 'run once per delivery, up to the budget')
+  t.equal(counters.get('too_large'), 1, 'the first failure counted as itself')
+  const [line] = logger.find(MIRROR_JOB_DISCARDED)
+  t.match(line, { level: 'error', data: { package: 'big', version: '1.0.0', reason: 'too_large', budget: 2 } })
+  await new Promise((resolve) => setTimeout(resolve, 1_500))
+  t.same(await queue.receive({ max: 10, visibilitySeconds: 30 }), [], 'gone from the queue')
+})
+
+t.test('with a redrive policy the budget is one above it: the dead-letter queue captures first', async (t) => {
+  const { queue, deadLetter } = await makeQueue(t, 2)
+  const budget = await receiveBudget(queue, 10, new RecordingLogger(), queue.url)
+  t.equal(budget, 3)
+  const worker: JobRunner = { process: async () => outcome('publish_refused', 'leave') }
+  const { counters, logger } = consumer(t, queue, worker, { maxReceiveCount: budget, visibilitySeconds: 1 })
+  await queue.send(encodeMirrorJob(job('refused')))
+  let dead: Awaited<ReturnType<Queue['receive']>> = []
+  await waitFor(async () => (dead = await deadLetter.receive({ max: 1, visibilitySeconds: 30 })).length === 1, 'the dead-letter queue holds the job')
+  t.match(JSON.parse(dead[0]!.body), { package: 'refused' })
+  t.equal(counters.get('publish_refused'), 2, 'two deliveries, each left undeleted')
+  t.equal(counters.get('discarded'), 0, 'never discarded by the worker')
+  t.same(logger.find(MIRROR_JOB_DISCARDED), [])
+})
+
+t.test('an undecodable payload is rejected before the worker, at debug and without the payload', async (t) => {
+  const { queue } = await makeQueue(t)
+  let ran = 0
+  const { counters, logger, beats } = consumer(t, queue, { process: async () => { ran++; return outcome('mirrored', 'delete') } })
+  await queue.send('{"v":1,"url":"http://not-https/secret-token-like"}')
+  await waitFor(() => logger.find(MIRROR_JOB_UNDECODABLE).length === 1, 'the payload was rejected')
+  const [line] = logger.find(MIRROR_JOB_UNDECODABLE)
+  t.equal(line?.level, 'debug')
+  t.notMatch(JSON.stringify(line), /secret-token-like/, 'the payload is not logged')
+  t.equal(ran, 0)
+  t.same(Object.values(counters.snapshot()).filter((n) => n > 0), [], 'no counter moved')
+  t.ok(beats() >= 1, 'the successful poll beat the heartbeat')
+})
+
+t.test('a failed attribute probe is a warning naming the permission; the budget falls back', async (t) => {
+  const missing = new SqsQueue({ url: `${peer.endpoint}/123456789012/never-created`, client: peer.client() })
+  t.teardown(() => missing.close())
+  const logger = new RecordingLogger()
+  t.equal(await receiveBudget(missing, 4, logger, missing.url), 4)
+  t.match(logger.find(MIRROR_QUEUE_ATTRIBUTES_FAILED), [{ level: 'warn', data: { permission: 'sqs:GetQueueAttributes' } }])
+})

@@ -1,0 +1,126 @@
+/**
+ * One mirror job at a time against real registries (PEERS.md): a public
+ * Verdaccio over https through the public leg's own client (egress policy
+ * included) and a private Verdaccio as the mirror target. Idempotency,
+ * collision, the size cap, a job without a digest, a refused publication,
+ * the tarball-host policy, and the streamed base64 body.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import t from 'tap'
+import { request } from 'undici'
+import { RecordingLogger } from '../../engine/log/logger.js'
+import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { MirrorTarget } from '../../engine/mirror/mirror-target.js'
+import { MIRROR_COLLISION, MIRROR_PUBLISH_REFUSED, MirrorWorker } from '../../engine/mirror/mirror-worker.js'
+import { Base64Chunker } from '../../engine/mirror/publish-body.js'
+import { BearerToken } from '../../engine/secret.js'
+import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
+import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
+import { publishFixture } from '../peers/publish-fixture.js'
+import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
+
+interface Dist { integrity?: string, shasum?: string, tarball?: string }
+
+const [priv, pub] = await Promise.all([startVerdaccio({ role: 'private' }), startVerdaccio({ role: 'public' })])
+t.teardown(() => Promise.all([priv.stop(), pub.stop()]))
+for (const name of ['idem', 'clash', 'huge', 'nodigest', 'refused', '@scope/scoped']) {
+  await publishFixture(pub, { name, version: '1.0.0', files: { 'index.js': `module.exports = ${JSON.stringify(name)}\n`, 'pad.bin': name === 'huge' ? randomBytes(50_000) : Buffer.alloc(50_000, 3) } })
+}
+// The target already holds `clash@1.0.0`, with other bytes.
+await publishFixture(priv, { name: 'clash', version: '1.0.0', files: { 'index.js': 'module.exports = "the private one"\n' } })
+const token = new BearerToken(await priv.publisherToken())
+
+const publicClient = new UpstreamClient({
+  url: pub.url, trusted: false, caPem: pub.ca!.caPem, allowInternalRanges: ['127.0.0.0/8'],
+  maxResponseBytes: 16 * 1024 * 1024, proxyId: 'mirror-test', logger: new RecordingLogger(), counters: new UpstreamFetchCounters(),
+})
+t.teardown(() => publicClient.destroy())
+
+function worker(options: { maxArtifactBytes?: number, token?: BearerToken } = {}): { worker: MirrorWorker, logger: RecordingLogger } {
+  const logger = new RecordingLogger()
+  const target = new MirrorTarget({ url: priv.url, token: options.token ?? token, maxDocumentBytes: 16 * 1024 * 1024 })
+  t.teardown(() => target.close())
+  return { worker: new MirrorWorker({ source: publicClient, target, maxArtifactBytes: options.maxArtifactBytes ?? 64 * 1024 * 1024, logger }), logger }
+}
+
+async function dist(peer: VerdaccioPeer, name: string): Promise<Dist | undefined> {
+  const res = await request(`${peer.origin}/${name.replace('/', '%2f')}`, { dispatcher: peer.dispatcher })
+  if (res.statusCode !== 200) { await res.body.dump(); return undefined }
+  return ((await res.body.json()) as { versions?: Record<string, { dist?: Dist }> }).versions?.['1.0.0']?.dist
+}
+
+async function jobFor(name: string, override: Partial<MirrorJob> = {}): Promise<MirrorJob> {
+  const d = await dist(pub, name)
+  const filename = `${name.split('/').pop()!}-1.0.0.tgz`
+  return { url: d!.tarball!, package: name, version: '1.0.0', filename, integrity: d!.integrity, shasum: d!.shasum, enqueuedAt: new Date().toISOString(), ...override }
+}
+
+t.test('the base64 chunker encodes across any chunk boundary like one call', async (t) => {
+  const bytes = createHash('sha512').update('x').digest()
+  for (const cut of [[1], [2], [3], [1, 2], [4, 5, 7], [63]]) {
+    const chunker = new Base64Chunker()
+    let out = ''
+    let at = 0
+    for (const size of cut) { out += chunker.push(bytes.subarray(at, at + size)); at += size }
+    out += chunker.push(bytes.subarray(at)) + chunker.end()
+    t.equal(out, bytes.toString('base64'), `cut ${cut.join(',')}`)
+  }
+})
+
+t.test('mirrored once; the same job again is already present (at-least-once delivery)', async (t) => {
+  const { worker: w } = worker()
+  const job = await jobFor('idem')
+  t.match(await w.process(job), { result: 'mirrored', disposition: 'delete' })
+  t.equal((await dist(priv, 'idem'))?.integrity, job.integrity)
+  t.match(await w.process(job), { result: 'already_present', disposition: 'delete' })
+})
+
+t.test('a scoped package is published under its scope', async (t) => {
+  const { worker: w } = worker()
+  const job = await jobFor('@scope/scoped')
+  t.match(await w.process(job), { result: 'mirrored' })
+  const held = await request(`${priv.origin}/@scope%2fscoped/-/scoped-1.0.0.tgz`)
+  const bytes = Buffer.from(await held.body.arrayBuffer())
+  t.equal(held.statusCode, 200, 'readable where the private leg asks for it')
+  t.equal(`sha512-${createHash('sha512').update(bytes).digest('base64')}`, job.integrity)
+})
+
+t.test('the same version with another integrity is a collision: refused, logged with both digests, never overwritten', async (t) => {
+  const { worker: w, logger } = worker()
+  const before = await dist(priv, 'clash')
+  const job = await jobFor('clash')
+  t.not(before?.integrity, job.integrity)
+  t.match(await w.process(job), { result: 'collision', disposition: 'leave' })
+  const [line] = logger.find(MIRROR_COLLISION)
+  t.match(line, { level: 'error', data: { job: { integrity: job.integrity }, held: { integrity: before?.integrity } } })
+  t.equal((await dist(priv, 'clash'))?.integrity, before?.integrity, 'the target still holds its own')
+})
+
+t.test('an artifact over limits.maxArtifactBytes cannot succeed and is never published', async (t) => {
+  // 50 kB of random bytes: incompressible, so the tarball is well over the cap.
+  const { worker: w } = worker({ maxArtifactBytes: 1024 })
+  t.match(await w.process(await jobFor('huge')), { result: 'too_large', disposition: 'leave' })
+  t.equal(await dist(priv, 'huge'), undefined)
+})
+
+t.test('a job without a usable digest cannot succeed', async (t) => {
+  const { worker: w } = worker()
+  t.match(await w.process(await jobFor('nodigest', { integrity: 'md5-AAAA', shasum: undefined })), { result: 'no_digest', disposition: 'leave' })
+  t.equal(await dist(priv, 'nodigest'), undefined)
+})
+
+t.test('a publication the target refuses is left for the redrive policy', async (t) => {
+  const { worker: w, logger } = worker({ token: new BearerToken('not-a-token') })
+  const outcome = await w.process(await jobFor('refused'))
+  t.match(outcome, { result: 'publish_refused', disposition: 'leave' })
+  t.match(logger.find(MIRROR_PUBLISH_REFUSED), [{ level: 'error' }])
+  t.notMatch(JSON.stringify(logger.records), /not-a-token/, 'the credential is never logged')
+})
+
+t.test('the authoritative URL passes the tarball-host policy: another port is refused', async (t) => {
+  const { worker: w } = worker()
+  const job = await jobFor('refused')
+  const elsewhere = new URL(job.url)
+  elsewhere.port = String(priv.port)
+  t.match(await w.process({ ...job, url: elsewhere.href }), { result: 'upstream_refused', disposition: 'leave', reason: 'TARBALL_HOST_REFUSED' })
+})
