@@ -15,6 +15,10 @@ import type { PackumentIndex } from '../engine/packument/packument-index.js'
 import { basisOf, indexDocument, planPackument, renderPlan, responseChargeBytes, upstreamDerivedEtag } from '../engine/packument/pipeline.js'
 import type { ChargeReply, ChargeRequest, GateFactory, PackumentTaskInput, PackumentTaskResult, SerializedError } from './packument-messages.js'
 import { move, MovableMessage } from './packument-messages.js'
+import { reportHeap, startHeapReport } from './heap-report.js'
+
+// The budget sampler follows this thread's heap (engine/memory/thread-heaps.ts).
+startHeapReport()
 
 /** Gate modules already imported by this thread, by URL. */
 const gateModules = new Map<string, Promise<GateFactory>>()
@@ -83,5 +87,6 @@ export default async function packumentTask(task: PackumentTaskInput): Promise<M
     return move(new MovableMessage<PackumentTaskResult>({ ok: false, error: serialize(error) }, []))
   } finally {
     task.port.close()
+    reportHeap()
   }
 }
