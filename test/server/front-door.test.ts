@@ -74,6 +74,10 @@ t.test('probes: liveness and per-mount readiness (SPEC.md 2.6, 2.7, 3.1)', async
   t.same(js.json(), { status: 'not_ready', mounts: { js: 'awaiting_advisory_database' } })
   t.equal((await awaiting.get('/readyz/py')).status, 200)
   t.equal((await awaiting.get('/readyz/nope')).status, 404)
+  const head = await awaiting.fetch('HEAD', '/readyz/js')
+  t.equal(head.status, 503, 'HEAD on a probe has GET\'s status')
+  t.equal(head.body.byteLength, 0, 'and no body')
+  t.equal((await awaiting.fetch('HEAD', '/livez')).status, 200)
   t.equal((await awaiting.get('/livez')).status, 200, 'liveness is the listener alone')
 })
 
