@@ -8,11 +8,24 @@
  */
 import semver from 'semver'
 
-/** The common case, already canonical: checked without building a SemVer. */
-const PLAIN = /^(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)$/
+/** semver's MAX_LENGTH: a longer string is no version to it. */
+const MAX_LENGTH = 256
+
+/**
+ * A key that is already canonical: semver 2.0's `M.m.p[-pre]` with no
+ * leading zeros and no build metadata, each of M, m and p at most 15 digits
+ * (below Number.MAX_SAFE_INTEGER, past which semver refuses the version).
+ * Decision: almost every key of a real packument matches this, prereleases
+ * included (typescript's 3,000 `-dev.2015...` builds), and the regular
+ * expression costs a tenth of building a SemVer for it; a key it does not
+ * match goes to semver's loose parser. test/npm/canonical-version.test.ts
+ * holds the two to the same answers.
+ */
+const CANONICAL = /^(?:0|[1-9]\d{0,14})\.(?:0|[1-9]\d{0,14})\.(?:0|[1-9]\d{0,14})(?:-(?:0|[1-9]\d*|\d*[a-zA-Z-][a-zA-Z0-9-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][a-zA-Z0-9-]*))*)?$/
 
 /** The canonical version a key names, read loosely as npm's picker reads it; undefined when nothing reads it. */
 export function canonicalVersion(key: string): string | undefined {
-  if (PLAIN.test(key)) return key
+  if (key.length <= MAX_LENGTH && CANONICAL.test(key)) return key
   return semver.parse(key, { loose: true })?.version
 }
+

@@ -19,7 +19,7 @@ import type { MergePlan } from './merge.js'
  * Bump whenever render or merge may write different bytes for the same
  * inputs, so a tag derived by the old code never names the new code's bytes.
  */
-export const OUTPUT_REVISION = 1
+export const OUTPUT_REVISION = 2 // 2: a public document's policyRestrictions and stagedVersions are no longer relayed; duplicate keys read as JSON.parse reads them
 
 /** The upstream ETags of the documents, as received (quotes included). */
 export interface UpstreamEtags {

@@ -51,8 +51,21 @@ export const MANIFEST_CODES: Uint8Array = Uint8Array.from(NAMES, (name) => {
   return name === 'bundledDependencies' ? K_BUNDLED : K_DROP
 })
 
-/** 1 for the ids of the scripts that make npm's minifier set `hasInstallScript`. */
-export const INSTALL_SCRIPT_KEYS: Uint8Array = Uint8Array.from(NAMES, (name) => (INSTALL_SCRIPTS.has(name) ? 1 : 0))
+/**
+ * For the ids of the scripts that make npm's minifier set `hasInstallScript`,
+ * a bit of their own (1, 2, 4); 0 for any other id. A repeated script key
+ * is judged by its last value, as JSON.parse keeps it, so each needs its bit.
+ */
+export const INSTALL_SCRIPT_KEYS: Uint8Array = (() => {
+  const bits = new Uint8Array(NAMES.length)
+  let bit = 1
+  NAMES.forEach((name, id) => {
+    if (!INSTALL_SCRIPTS.has(name)) return
+    bits[id] = bit
+    bit <<= 1
+  })
+  return bits
+})()
 
 /** Longest known name, bytes: anything longer is unknown at once. */
 const MAX_LENGTH = 31

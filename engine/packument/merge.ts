@@ -5,20 +5,25 @@
  *
  * - Private versions are trusted: every one is kept, never gated.
  * - On any collision, of a version or of any other top-level field, the
- *   private side wins; a public version shadowed by a private one is not gated.
+ *   private side wins; a public version shadowed by a private one (by key, or
+ *   as npm reads the private key) is not gated.
+ * - A public key npm reads as another version or none, and a manifest that
+ *   disagrees with its key, is dropped before any rule (DropReason).
  * - Each remaining public version is gated through `decide`; only
- *   `verdict === 'admit'` keeps it.
+ *   `verdict === 'admit'` keeps it, and only while no refused version has
+ *   its tarball's file name.
  * - `dist-tags.latest` is repointed (latest.ts); other tags survive only when
  *   they point at a surviving version, the private side's tag winning.
  * - `time` keeps `created`, `modified` and the surviving versions' entries.
- * - Everything else is relayed unchanged.
+ * - Everything else is relayed unchanged, but a public document's
+ *   PICKER_FIELDS.
  */
 import type { Ecosystem } from '../advisory/database.js'
 import { ServiceError } from '../errors.js'
 import { canonicalVersion } from '../npm/canonical-version.js'
 import type { Decision, RuleKind, VersionFacts } from '../policy/decision.js'
 import { newestSurvivingVersion } from './latest.js'
-import { memberString, type Member, type PackumentIndex, type VersionEntry } from './packument-index.js'
+import { memberString, NOT_A_STRING, type Member, type PackumentIndex, type VersionEntry } from './packument-index.js'
 import { publishTimeMs } from './publish-time.js'
 import { decodeFilename, TarballRewriter, tarballSegmentRange } from './tarball-url.js'
 
@@ -71,7 +76,8 @@ export interface Withholding {
  * npm reads (`unreadable_key`), or an alias of one (`alias_key`: `01.0.0`,
  * `v1.0.0`, `1.0.0+b` name 1.0.0, which only its canonical key may carry);
  * its manifest names another package (`name_mismatch`) or another version
- * (`version_mismatch`) than its key.
+ * (`version_mismatch`) than its key, or holds a `name` or `version` that is
+ * not a string.
  */
 export type DropReason = 'unreadable_key' | 'alias_key' | 'name_mismatch' | 'version_mismatch'
 
@@ -86,9 +92,9 @@ export const MAX_DROPPED_LISTED = 32
 export interface MergeCounts {
   readonly keptPrivate: number
   readonly keptPublic: number
-  /** Public versions the gate did not admit. */
+  /** Public versions the gate did not admit, and admitted ones whose tarball file name a refused one has. */
   readonly withheld: number
-  /** Public versions shadowed by a private version of the same string. */
+  /** Public versions shadowed by a private version: the same key, or a private key npm reads as this version (`v1.0.0` for 1.0.0). */
   readonly superseded: number
   /** Public versions withheld because they carry no tarball URL the proxy could serve. */
   readonly unservable: number
@@ -148,6 +154,17 @@ export interface MergePlan {
 
 const SYNTHESIZED: ReadonlySet<string> = new Set(['name', 'dist-tags', 'versions', 'time'])
 
+/**
+ * Top-level members of a packument from which npm's picker (npm-pick-manifest)
+ * takes manifests besides `versions`: `policyRestrictions.versions` always
+ * (a restricted manifest is picked when nothing else satisfies the range,
+ * and returned when its own `version` is not itself restricted) and
+ * `stagedVersions.versions` with `includeStaged`. No rule ever judged those
+ * manifests and their tarballs are not rewritten, so a public document's are
+ * never relayed; the private upstream's are trusted like its versions.
+ */
+export const PICKER_FIELDS: ReadonlySet<string> = new Set(['policyRestrictions', 'stagedVersions'])
+
 /** VersionFacts whose publish time is decoded only if a rule reads it. */
 class LazyVersionFacts implements VersionFacts {
   readonly ecosystem: Ecosystem
@@ -206,13 +223,50 @@ function checkName(index: PackumentIndex | undefined, packageName: string, upstr
   }
 }
 
-/** Why a public manifest cannot stand under its key, or undefined when it can (a missing name or version is not a disagreement). */
-function manifestDisagreement(index: PackumentIndex, entry: VersionEntry, packageName: string, version: string): DropReason | undefined {
-  const name = decodeSlice(index, entry.nameStart, entry.nameEnd, entry.namePlain)
-  if (name !== undefined && name !== packageName) return 'name_mismatch'
-  const own = decodeSlice(index, entry.versionStart, entry.versionEnd, entry.versionPlain)
-  if (own !== undefined && own !== version) return 'version_mismatch'
+/**
+ * Whether the JSON string token [start, end) of `index` is `text`.
+ * Decision: a plain token (no escape, ASCII only) is compared byte by byte in
+ * place, which is what nearly every manifest's `name` and `version` are: the
+ * gate reads both for every public version, and decoding them would cost two
+ * strings per version on the hot path.
+ */
+function tokenIs(index: PackumentIndex, start: number, end: number, plain: boolean, text: string): boolean {
+  if (!plain) return index.source.jsonString(start, end, false) === text
+  if (end - start - 2 !== text.length) return false
+  const chunk = index.source.within(start, end)
+  if (chunk === undefined) return index.source.jsonString(start, end, true) === text
+  const at = index.source.chunkOffset + 1
+  for (let k = 0; k < text.length; k++) if (chunk[at + k] !== text.charCodeAt(k)) return false
+  return true
+}
+
+/**
+ * Why a public manifest cannot stand under its key, or undefined when it
+ * can. The client installs the manifest it finds under the key and records
+ * its own `name` and `version`: a manifest that names another package, or
+ * another version string than its (canonical) key, even a loose alias of it
+ * (`v1.0.0` under `1.0.0`), or anything but a string, is not what the gate
+ * judged. A missing `name` or `version` is no disagreement.
+ */
+function manifestDisagreement(index: PackumentIndex, entry: VersionEntry, packageName: string, version: string, commonNameAgrees: boolean): DropReason | undefined {
+  // What the scanner already compared (nameIsCommon, versionIsKey) needs no second look at the bytes.
+  if (entry.nameStart !== -1 && (entry.nameStart === NOT_A_STRING ||
+    (entry.nameIsCommon ? !commonNameAgrees : !tokenIs(index, entry.nameStart, entry.nameEnd, entry.namePlain, packageName)))) return 'name_mismatch'
+  if (entry.versionStart !== -1 && (entry.versionStart === NOT_A_STRING ||
+    (!entry.versionIsKey && !tokenIs(index, entry.versionStart, entry.versionEnd, entry.versionPlain, version)))) return 'version_mismatch'
   return undefined
+}
+
+/**
+ * A small integer from a file name's length and the four characters before
+ * its `.tgz`, where versions differ: most admitted file names are cleared of
+ * a collision with a refused one by this alone, without hashing the string
+ * (a lookup per admitted version of every public document).
+ */
+function fileTag(name: string): number {
+  const n = name.length
+  return (n & 63) | ((name.charCodeAt(n - 5) & 63) << 6) | ((name.charCodeAt(n - 6) & 63) << 12) |
+    ((name.charCodeAt(n - 7) & 63) << 18) | ((name.charCodeAt(n - 8) & 63) << 24)
 }
 
 function decodeSlice(index: PackumentIndex, start: number, end: number, plain: boolean): string | undefined {
@@ -244,9 +298,14 @@ export function planMerge(input: MergeInput): MergePlan {
   checkName(publicIndex, packageName, 'public')
   const rewriter = new TarballRewriter(input.baseUrl, packageName)
 
-  const versions: PlannedVersion[] = []
+  let versions: PlannedVersion[] = []
   const survivors = new Map<string, PackumentIndex>()
-  const selected: SelectedVersion[] = []
+  let selected: SelectedVersion[] = []
+  /** Per record of `selected`: the gate admitted its version. */
+  const selectedAdmitted: boolean[] = []
+  /** The file names of the refused records of `selected`, and their fileTag. */
+  const refusedFiles = new Set<string>()
+  const refusedTags = new Set<number>()
   const observations: VersionObservation[] = []
   const refusals: Decision[] = []
   const answered = new Set<RuleKind>()
@@ -279,15 +338,19 @@ export function planMerge(input: MergeInput): MergePlan {
     return { version, index, entry, segmentStart: -1, segmentEnd: -1, tarballToken: token }
   }
 
+  // The versions the private side names as npm's picker reads its keys: a private `v1.0.0` names 1.0.0 too.
+  const privateVersions = new Set<string>()
   if (privateIndex !== undefined) {
     for (const [version, entry] of privateIndex.versions) {
       versions.push(planned(version, privateIndex, entry, tarballOf(privateIndex, entry)))
       survivors.set(version, privateIndex)
+      privateVersions.add(canonicalVersion(version) ?? version)
       keptPrivate++
     }
   }
 
   if (publicIndex !== undefined) {
+    const commonNameAgrees = publicIndex.manifestName === packageName
     for (const [version, entry] of publicIndex.versions) {
       // Every rule judges the version the client would install: only a canonical key is gated at all.
       const canonical = canonicalVersion(version)
@@ -295,11 +358,12 @@ export function planMerge(input: MergeInput): MergePlan {
         drop(version, canonical === undefined ? 'unreadable_key' : 'alias_key')
         continue
       }
-      if (survivors.has(version)) {
+      if (privateVersions.has(version)) {
+        // The private side has this version, under this key or an alias of it: its copy is the one a client must pick.
         superseded++
         continue
       }
-      const disagreement = manifestDisagreement(publicIndex, entry, packageName, version)
+      const disagreement = manifestDisagreement(publicIndex, entry, packageName, version, commonNameAgrees)
       if (disagreement !== undefined) {
         drop(version, disagreement)
         continue
@@ -317,7 +381,13 @@ export function planMerge(input: MergeInput): MergePlan {
         withheld++
         refusals.push(decision)
         // Still selectable by file name: the artifact route gates it again and refuses it with the right status.
-        if (tarball !== undefined) selected.push(selectedRecord(version, tarball, publicIndex, entry, facts))
+        if (tarball !== undefined) {
+          const record = selectedRecord(version, tarball, publicIndex, entry, facts)
+          selected.push(record)
+          selectedAdmitted.push(false)
+          refusedFiles.add(record.filename)
+          refusedTags.add(fileTag(record.filename))
+        }
         continue
       }
       if (tarball === undefined) {
@@ -328,7 +398,29 @@ export function planMerge(input: MergeInput): MergePlan {
       versions.push(planned(version, publicIndex, entry, tarball))
       survivors.set(version, publicIndex)
       selected.push(selectedRecord(version, tarball, publicIndex, entry, facts))
+      selectedAdmitted.push(true)
       keptPublic++
+    }
+  }
+
+  // One file name, one verdict. The artifact route finds a version by its
+  // file name alone (a lockfile install reads no metadata), so an admitted
+  // version whose tarball has the file name of a refused one would carry the
+  // refused artifact past the gate: such a version is withheld too, and the
+  // name stays the refused version's.
+  if (refusedFiles.size > 0) {
+    let shadowed: Set<string> | undefined
+    for (let k = 0; k < selected.length; k++) {
+      const filename = selected[k]!.filename
+      if (selectedAdmitted[k] === true && refusedTags.has(fileTag(filename)) && refusedFiles.has(filename)) (shadowed ??= new Set()).add(selected[k]!.version)
+    }
+    if (shadowed !== undefined) {
+      const withheldToo = shadowed
+      selected = selected.filter((record, k) => selectedAdmitted[k] !== true || !withheldToo.has(record.version))
+      versions = versions.filter((v) => v.index !== publicIndex || !withheldToo.has(v.version))
+      for (const version of withheldToo) survivors.delete(version)
+      keptPublic -= withheldToo.size
+      withheld += withheldToo.size
     }
   }
 
@@ -373,6 +465,7 @@ export function planMerge(input: MergeInput): MergePlan {
     if (index === undefined) continue
     for (const [key, member] of index.members) {
       if (placed.has(key)) continue
+      if (index === publicIndex && PICKER_FIELDS.has(key)) continue
       placed.add(key)
       if (SYNTHESIZED.has(key)) topLevel.push({ kind: key as 'name' | 'dist-tags' | 'versions' | 'time' })
       else topLevel.push({ kind: 'relay', index, member })

@@ -36,6 +36,9 @@ export const MEMBER_ADJACENT = 4
 /** Integers per member in the pool: keyStart, valueStart, valueEnd, code. */
 export const MEMBER_STRIDE = 4
 
+/** The start of a manifest's `name` or `version` that is present but not a string. */
+export const NOT_A_STRING = -2
+
 /** One entry of `versions`. A string slice absent from the manifest is -1. */
 export class VersionEntry {
   keyStart = 0
@@ -50,13 +53,23 @@ export class VersionEntry {
   shasumStart = -1
   shasumEnd = -1
   shasumPlain = false
-  /** The manifest's own `name` and `version` string tokens (-1: absent or not a string); the merge checks them against the key. */
+  /**
+   * The manifest's own `name` and `version` string tokens, the last of each
+   * as JSON.parse keeps it; the merge checks them against the key. -1:
+   * absent; NOT_A_STRING: present with another kind of value.
+   */
   nameStart = -1
   nameEnd = -1
   namePlain = false
   versionStart = -1
   versionEnd = -1
   versionPlain = false
+  /** The (plain) `name` token is PackumentIndex.manifestName, compared as it was scanned. */
+  nameIsCommon = false
+  /** The (plain) `version` token is the key itself, compared as it was scanned. */
+  versionIsKey = false
+  /** The tarball was counted against `maxArtifactCount` (once per version, however many `dist` members it has). */
+  artifactCounted = false
   /** First member of this manifest in the pool, in members (not integers). */
   memberFirst = 0
   memberCount = 0
@@ -81,6 +94,12 @@ export interface PackumentIndex {
    */
   readonly memberPool: Int32Array
   readonly membersRecorded: boolean
+  /**
+   * The `name` of the first manifest that has a string one. Nearly every
+   * manifest repeats it, so the scanner notes which do (VersionEntry.nameIsCommon)
+   * and the merge compares this one string with the package name, not each.
+   */
+  readonly manifestName: string | undefined
 }
 
 /** Decodes a string member's value; undefined when the value is not a string. */

@@ -27,7 +27,7 @@ import {
 import {
   MEMBER_ADJACENT, MEMBER_BUNDLED, MEMBER_KEEP, MEMBER_STRIDE,
   VERSION_HAS_BUNDLE_DEPENDENCIES, VERSION_HAS_INSTALL_SCRIPT, VERSION_HAS_INSTALL_SCRIPT_MEMBER,
-  VersionEntry,
+  NOT_A_STRING, VersionEntry,
   type Member, type PackumentIndex,
 } from './packument-index.js'
 import { SourceBytes } from './source-bytes.js'
@@ -126,6 +126,8 @@ export class PackumentScanner {
   // Per depth, for tracked containers: the member being read.
   readonly #keyStart = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0)
   readonly #valueStart = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0)
+  /** The first byte of that value: what kind of value it is, without reading the source again. */
+  readonly #valueFirst = new Uint8Array(MAX_NESTING_DEPTH + 1)
   /** The current key of each depth whose keys are decoded (the document, `versions`, `time`, `dist-tags`). */
   readonly #keys = new Array<string>(MAX_NESTING_DEPTH + 1).fill('')
   /** The current key of each manifest, `dist` or `scripts` depth, as a known-keys.ts id. */
@@ -152,6 +154,13 @@ export class PackumentScanner {
   #versionOrdinal = 0
   /** The previous member of the current manifest was pooled. */
   #previousPooled = false
+  /** The chunk being scanned and its position in the document. */
+  #chunk: Uint8Array = new Uint8Array(0)
+  #chunkBase = 0
+  /** PackumentIndex.manifestName. */
+  #manifestName: string | undefined
+  /** INSTALL_SCRIPT_KEYS bits of the current `scripts` object whose (last) value is truthy. */
+  #installScripts = 0
   #pool = new Int32Array(1024)
   #poolLength = 0
 
@@ -198,6 +207,7 @@ export class PackumentScanner {
       // A copy of exact size, so the doubling slack is not held until render.
       memberPool: this.#pool.slice(0, this.#poolLength),
       membersRecorded: this.#recordMembers,
+      manifestName: this.#manifestName,
     }
   }
 
@@ -207,6 +217,8 @@ export class PackumentScanner {
   }
 
   #scan(buf: Uint8Array, base: number): void {
+    this.#chunk = buf
+    this.#chunkBase = base
     const n = buf.length
     const roles = this.#roles
     const types = this.#types
@@ -370,7 +382,10 @@ export class PackumentScanner {
             }
             break
           }
-          if (role !== R_OTHER) this.#valueStart[depth] = base + i
+          if (role !== R_OTHER) {
+            this.#valueStart[depth] = base + i
+            this.#valueFirst[depth] = c
+          }
           if (c === 0x22) {
             if (role !== R_OTHER && role <= R_VERSIONS) this.#onScalarStart(depth, base + i)
             inKey = false
@@ -564,9 +579,15 @@ export class PackumentScanner {
       case R_MANIFEST: {
         if (!isObject) return R_OTHER
         const id = this.#keyIds[depth]
-        if (id === KEY_DIST) return R_DIST
+        if (id === KEY_DIST) {
+          // A repeated `dist` replaces the earlier one whole, as JSON.parse does: nothing of it may stand.
+          clearDist(this.#version!)
+          return R_DIST
+        }
         // Only the abbreviated form reads scripts (for `hasInstallScript`).
-        return id === KEY_SCRIPTS && this.#recordMembers ? R_SCRIPTS : R_OTHER
+        if (id !== KEY_SCRIPTS || !this.#recordMembers) return R_OTHER
+        this.#installScripts = 0
+        return R_SCRIPTS
       }
       default:
         return R_OTHER
@@ -587,9 +608,15 @@ export class PackumentScanner {
     const key = this.#keys[depth]!
     const valueStart = this.#valueStart[depth]!
     switch (role) {
-      case R_TOP:
+      case R_TOP: {
         this.#members.set(key, this.#member(depth, key, valueStart, end, flags))
+        // A repeated `time` or `dist-tags` that is no object replaces the object a client would otherwise read.
+        if (this.#valueFirst[depth] !== 0x7b) {
+          if (key === 'time') this.#time = new Map()
+          else if (key === 'dist-tags') this.#distTags = new Map()
+        }
         return
+      }
       case R_TIME: {
         // Held until render: share the version's own string rather than keep a second copy.
         const shared = this.#versions.get(key)?.version ?? key
@@ -611,18 +638,28 @@ export class PackumentScanner {
       }
       case R_MANIFEST: {
         const id = this.#keyIds[depth]!
-        if (id === KEY_NAME || id === KEY_VERSION) {
-          // The last one wins, as in JSON.parse: the merge compares what a client will read.
-          const isString = this.#source.byteAt(valueStart) === 0x22
+        if (id === KEY_NAME || id === KEY_VERSION || id === KEY_DIST || id === KEY_SCRIPTS) {
+          // The last one wins, as in JSON.parse: the merge and render use what a client will read.
+          const first = this.#valueFirst[depth]
+          const isString = first === 0x22
           const entry = this.#version!
           if (id === KEY_NAME) {
-            entry.nameStart = isString ? valueStart : -1
-            entry.nameEnd = isString ? end : -1
+            entry.nameStart = isString ? valueStart : NOT_A_STRING
+            entry.nameEnd = isString ? end : NOT_A_STRING
             entry.namePlain = isString && flags === 0
-          } else {
-            entry.versionStart = isString ? valueStart : -1
-            entry.versionEnd = isString ? end : -1
+            if (isString) this.#manifestName ??= this.#source.jsonString(valueStart, end, flags === 0)
+            entry.nameIsCommon = isString && flags === 0 && this.#plainTokenIs(valueStart, end, this.#manifestName!)
+          } else if (id === KEY_VERSION) {
+            entry.versionStart = isString ? valueStart : NOT_A_STRING
+            entry.versionEnd = isString ? end : NOT_A_STRING
             entry.versionPlain = isString && flags === 0
+            entry.versionIsKey = isString && flags === 0 && this.#plainTokenIs(valueStart, end, entry.version)
+          } else if (id === KEY_DIST) {
+            if (first !== 0x7b) clearDist(entry)
+          } else if (first === 0x7b && this.#recordMembers && this.#installScripts !== 0) {
+            entry.flags |= VERSION_HAS_INSTALL_SCRIPT
+          } else {
+            entry.flags &= ~VERSION_HAS_INSTALL_SCRIPT
           }
         }
         // Only the abbreviated form reads the other manifest members.
@@ -641,14 +678,17 @@ export class PackumentScanner {
         return
       }
       case R_DIST: {
-        const isString = this.#source.byteAt(valueStart) === 0x22
+        const isString = this.#valueFirst[depth] === 0x22
         const plain = isString && flags === 0
         const entry = this.#version!
         const id = this.#keyIds[depth]
         if (id === KEY_TARBALL) {
           if (!isString) { entry.tarballStart = -1; entry.tarballEnd = -1; return }
-          if (entry.tarballStart < 0 && ++this.#artifactCount > this.#limits.maxArtifactCount) {
-            throw new ServiceError('STRUCTURE_LIMIT', { data: { limit: 'maxArtifactCount', value: this.#artifactCount } })
+          if (!entry.artifactCounted) {
+            entry.artifactCounted = true
+            if (++this.#artifactCount > this.#limits.maxArtifactCount) {
+              throw new ServiceError('STRUCTURE_LIMIT', { data: { limit: 'maxArtifactCount', value: this.#artifactCount } })
+            }
           }
           entry.tarballStart = valueStart
           entry.tarballEnd = end
@@ -665,17 +705,39 @@ export class PackumentScanner {
         return
       }
       case R_SCRIPTS: {
-        if (INSTALL_SCRIPT_KEYS[this.#keyIds[depth]!] !== 1) return
-        // npm's minifier tests truthiness: a non-empty string, or any object, array or true.
-        const first = this.#source.byteAt(valueStart)
+        const bit = INSTALL_SCRIPT_KEYS[this.#keyIds[depth]!]!
+        if (bit === 0) return
+        // npm's minifier tests truthiness: a non-empty string, any object, array or true, a number other than 0.
+        const first = this.#valueFirst[depth]!
         const truthy = first === 0x22 ? end - valueStart > 2 : first === 0x7b || first === 0x5b || first === 0x74 ||
-          ((first === 0x2d || (first >= 0x31 && first <= 0x39)) && Number(this.#source.ascii(valueStart, end)) !== 0)
-        if (truthy) this.#version!.flags |= VERSION_HAS_INSTALL_SCRIPT
+          ((first === 0x2d || (first >= 0x30 && first <= 0x39)) && Number(this.#source.ascii(valueStart, end)) !== 0)
+        // Judged when the `scripts` object ends (R_MANIFEST), by each script's last value.
+        if (truthy) this.#installScripts |= bit
+        else this.#installScripts &= ~bit
         return
       }
       default:
         return
     }
+  }
+
+  /**
+   * Whether the plain string token [start, end) just scanned is `text`: read
+   * here, where its bytes are in the chunk at hand, rather than found again
+   * by the merge (false also when it cannot tell; the merge decodes then).
+   */
+  #plainTokenIs(start: number, end: number, text: string): boolean {
+    if (end - start - 2 !== text.length) return false
+    // Nearly always the token lies in the chunk being scanned; else it is found in the source.
+    let chunk: Uint8Array | undefined = this.#chunk
+    let at = start + 1 - this.#chunkBase
+    if (at <= 0) {
+      chunk = this.#source.within(start, end)
+      if (chunk === undefined) return false
+      at = this.#source.chunkOffset + 1
+    }
+    for (let k = 0; k < text.length; k++) if (chunk[at + k] !== text.charCodeAt(k)) return false
+    return true
   }
 
   #member(depth: number, key: string, valueStart: number, valueEnd: number, flags: number): Member {
@@ -684,7 +746,7 @@ export class PackumentScanner {
       keyStart: this.#keyStart[depth]!,
       valueStart,
       valueEnd,
-      plain: flags === 0 && this.#source.byteAt(valueStart) === 0x22,
+      plain: flags === 0 && this.#valueFirst[depth] === 0x22,
     }
   }
 
@@ -702,6 +764,19 @@ export class PackumentScanner {
     pool[at + 3] = code
     this.#poolLength = at + MEMBER_STRIDE
   }
+}
+
+/** Forgets a manifest's `dist` values: a later `dist` member replaces the earlier one whole. */
+function clearDist(entry: VersionEntry): void {
+  entry.tarballStart = -1
+  entry.tarballEnd = -1
+  entry.tarballPlain = false
+  entry.integrityStart = -1
+  entry.integrityEnd = -1
+  entry.integrityPlain = false
+  entry.shasumStart = -1
+  entry.shasumEnd = -1
+  entry.shasumPlain = false
 }
 
 /** Scans a whole document given as chunks. */

@@ -11,6 +11,14 @@
  *
  * A candidate version that does not parse in its ecosystem matches only an
  * identical string, never a range.
+ *
+ * A `js` candidate is read as npm's picker reads a `versions` key, with
+ * semver's loose parser: `01.0.0`, `=1.0.0`, `v1.0.0` and `1.0.0+build` are
+ * the version 1.0.0 a client would install, so a denial of 1.0.0 (or of a
+ * range holding it) denies each of them. The merge already drops such keys
+ * before any rule (engine/npm/canonical-version.ts); this keeps the rule
+ * itself from judging one version while a client installs another, whoever
+ * calls it. The rule's own `versions` stays strict: it is configuration.
  */
 import semver from 'semver'
 
@@ -26,14 +34,26 @@ export function normalizePyName(name: string): string {
   return name.toLowerCase().replace(/[-_.]+/g, '-')
 }
 
+/** A candidate as npm's picker reads it (loose semver), or null when nothing reads it. */
+function looseVersion(version: string): semver.SemVer | null {
+  return semver.parse(version, { loose: true })
+}
+
 function jsVersionMatcher(versions: string): ((version: string) => boolean) | string {
   const exact = semver.valid(versions)
   if (exact !== null) {
-    return (version) => version === versions || (semver.valid(version) !== null && semver.eq(version, exact))
+    return (version) => {
+      if (version === versions) return true
+      const read = looseVersion(version)
+      return read !== null && semver.eq(read, exact)
+    }
   }
   const range = semver.validRange(versions)
   if (range === null) return `"${versions}" is neither a semver version nor a semver range`
-  return (version) => semver.valid(version) !== null && semver.satisfies(version, range, { includePrerelease: true })
+  return (version) => {
+    const read = looseVersion(version)
+    return read !== null && semver.satisfies(read, range, { includePrerelease: true })
+  }
 }
 
 function pyVersionMatcher(versions: string): ((version: string) => boolean) | string {

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { createRequire } from 'node:module'
 import { isDeepStrictEqual } from 'node:util'
 import { withholdingError } from '../../engine/packument/merge.js'
 import { runPackumentPipeline, type PackumentOutcome, type PackumentRequest } from '../../engine/packument/pipeline.js'
@@ -263,4 +264,109 @@ t.test('public keys an npm client reads as another version, or no version, are d
   t.equal(outcome.withholding, undefined)
   t.equal(onlyAliases.body, undefined, 'nothing survives')
   t.same(onlyAliases.withholding, { code: 'POLICY_WITHHELD' }, 'withheld (403), not an empty document')
+})
+
+t.test('a public key naming a version the private side names under an alias is shadowed, not gated', async (t) => {
+  for (const privateKey of ['v1.0.0', '1.0.0+build', '=1.0.0']) {
+    const priv = packument('p', [privateKey])
+    const pub = packument('p', ['1.0.0', '2.0.0'])
+    const seen: string[] = []
+    const outcome = run({ packageName: 'p', decide: (f) => { seen.push(f.version); return decision('admit') } }, priv, pub)
+    t.same(seen, ['2.0.0'], `${privateKey}: the public 1.0.0 is never judged`)
+    t.same(Object.keys(body(outcome).versions), [privateKey, '2.0.0'], `${privateKey}: only the private copy of 1.0.0 is offered to the picker`)
+    t.equal(outcome.counts.superseded, 1)
+    t.notOk(outcome.selected.some((s) => s.version === '1.0.0'), 'and its artifact is not selectable from the public side')
+  }
+})
+
+t.test('a public manifest whose name or version is not a string disagrees with its key', async (t) => {
+  const pub = packument('p', ['1.0.0', '2.0.0', '3.0.0', '4.0.0'])
+  const versions = pub['versions'] as Record<string, Record<string, unknown>>
+  versions['1.0.0']!['version'] = 1
+  versions['2.0.0']!['name'] = null
+  versions['3.0.0']!['version'] = ['3.0.0']
+  delete versions['4.0.0']!['version']
+  const outcome = run({ packageName: 'p' }, undefined, pub)
+  t.same(Object.keys(body(outcome).versions), ['4.0.0'], 'a missing version is no disagreement')
+  t.same(outcome.dropped, [
+    { version: '1.0.0', reason: 'version_mismatch' },
+    { version: '2.0.0', reason: 'name_mismatch' },
+    { version: '3.0.0', reason: 'version_mismatch' },
+  ])
+  const escaped = JSON.stringify(packument('p', ['5.0.0'])).replace('"version":"5.0.0"', '"version":"5.0.\\u0030"').replace('"name":"p","version"', '"name":"\\u0070","version"')
+  t.same(Object.keys(body(run({ packageName: 'p' }, undefined, escaped)).versions), ['5.0.0'], 'escapes are read as a client reads them')
+})
+
+t.test('public policyRestrictions and stagedVersions, from which npm\'s picker takes manifests, are not relayed; private ones are', async (t) => {
+  const smuggled = { versions: { '9.9.9': { name: 'p', version: '9.9.9', dist: { tarball: 'https://upstream.test/p/-/p-9.9.9.tgz' } } } }
+  const pub = packument('p', ['1.0.0'], { policyRestrictions: smuggled, stagedVersions: smuggled, homepage: 'h' })
+  for (const abbreviated of [false, true]) {
+    const doc = body(run({ packageName: 'p', abbreviated }, undefined, pub))
+    t.equal(doc.policyRestrictions, undefined, `abbreviated=${abbreviated}: no public policyRestrictions`)
+    t.equal(doc.stagedVersions, undefined, `abbreviated=${abbreviated}: no public stagedVersions`)
+  }
+  t.equal(body(run({ packageName: 'p' }, undefined, pub)).homepage, 'h', 'other public fields are still relayed')
+  const priv = packument('p', ['0.1.0'], { policyRestrictions: { versions: {} } })
+  t.same(body(run({ packageName: 'p' }, priv, pub)).policyRestrictions, { versions: {} }, 'the trusted private side keeps its own')
+})
+
+t.test('duplicate keys are read as a client\'s JSON.parse reads them: the last one', async (t) => {
+  const text = (members: string): string => `{"name":"p","versions":{"1.0.0":{"name":"p","version":"1.0.0",${members}}},"time":{"1.0.0":"2020-01-02T00:00:00.000Z"}}`
+  const dist = (tarball: string, integrity: string): string => `"dist":{"tarball":"https://upstream.test/p/-/${tarball}","integrity":"${integrity}"}`
+  const admitted = (doc: string, abbreviated = false): PackumentOutcome => run({ packageName: 'p', abbreviated }, undefined, doc)
+
+  const replaced = admitted(text(`${dist('p-1.0.0.tgz', 'sha512-first')},"dist":{"shasum":"abc"}`))
+  t.equal(replaced.body, undefined, 'a later dist without a tarball leaves nothing to serve')
+  t.same(replaced.selected, [], 'and nothing selectable under the earlier tarball')
+  t.equal(admitted(text(`${dist('p-1.0.0.tgz', 'sha512-first')},"dist":"gone"`)).body, undefined, 'nor does a later dist that is no object')
+
+  const second = admitted(text(`${dist('p-1.0.0.tgz', 'sha512-first')},"dist":{"tarball":"https://upstream.test/p/-/p-1.0.0.tgz"}`))
+  t.equal(second.selected[0]?.integrity, undefined, 'the integrity of the replaced dist is not the artifact\'s')
+
+  const seen: Array<number | undefined> = []
+  const timed = `{"name":"p","time":{"1.0.0":"2000-01-01T00:00:00.000Z"},"versions":{"1.0.0":{"name":"p","version":"1.0.0",${dist('p-1.0.0.tgz', 'sha512-x')}}},"time":null,"dist-tags":{"old":"1.0.0"},"dist-tags":[]}`
+  const outcome = run({ packageName: 'p', decide: (f) => { seen.push(f.publishedAt?.getTime()); return decision('admit') } }, undefined, timed)
+  t.same(seen, [undefined], 'a later time that is no object leaves the version without a publish time for the quarantine')
+  t.same(body(outcome)['dist-tags'], { latest: '1.0.0' }, 'a later dist-tags that is no object leaves no tag of the earlier one')
+
+  const scripts = (value: string): boolean => body(admitted(text(`${dist('p-1.0.0.tgz', 'sha512-x')},"scripts":${value}`), true)).versions['1.0.0'].hasInstallScript === true
+  t.notOk(scripts('{"postinstall":"node x.js","postinstall":""}'), 'a repeated install script is judged by its last value')
+  t.notOk(admitted(text(`${dist('p-1.0.0.tgz', 'sha512-x')},"scripts":{"install":"x"},"scripts":{}`), true).body === undefined, 'served')
+  t.notOk(scripts('{"install":"x"},"scripts":{}'), 'a repeated scripts object replaces the earlier one')
+  t.ok(scripts('{"preinstall":0.5}'), 'any number but 0 is truthy, as npm\'s minifier reads it')
+  t.notOk(scripts('{"preinstall":-0.0}'), '-0 is not')
+})
+
+t.test('one file name, one verdict: an admitted version whose tarball has the file name of a refused one is withheld too', async (t) => {
+  const pub = packument('p', ['1.0.0', '2.0.0', '3.0.0'])
+  const versions = pub['versions'] as Record<string, { dist: { tarball: string } }>
+  // 2.0.0 points at the file of 1.0.0, which the gate refuses: a lockfile's p-1.0.0.tgz must not be served as 2.0.0.
+  versions['2.0.0']!.dist.tarball = 'https://upstream.test/p/-/p-1.0.0.tgz'
+  const outcome = run({ packageName: 'p', decide: admitWhen((f) => f.version !== '1.0.0') }, undefined, pub)
+  t.same(Object.keys(body(outcome).versions), ['3.0.0'])
+  t.same(outcome.selected.filter((s) => s.filename === 'p-1.0.0.tgz').map((s) => s.version), ['1.0.0'], 'the file name selects the refused version only')
+  t.match(outcome.counts, { keptPublic: 1, withheld: 2 })
+
+  const alone = run({ packageName: 'p', decide: admitWhen((f) => f.version === '2.0.0') }, undefined, packument('p', ['1.0.0', '2.0.0'], {
+    versions: { '1.0.0': versions['1.0.0'], '2.0.0': versions['2.0.0'] },
+  }))
+  t.equal(alone.body, undefined, 'nothing else survives: withheld')
+  t.same(alone.withholding, { code: 'POLICY_WITHHELD' })
+})
+
+t.test('npm\'s own picker (npm-pick-manifest, as pacote runs it) finds no manifest the gate did not judge in the synthesized document', async (t) => {
+  // Present through tap's pacote; the picker the npm CLI runs on every range.
+  const pickManifest = createRequire(import.meta.url)('npm-pick-manifest') as (doc: unknown, wanted: string) => { version: string }
+  const pub = packument('p', ['1.0.0', '01.0.1', 'v1.0.2', '1.0.3+b', '2.0.0'], {
+    policyRestrictions: { versions: { '5.0.0': { name: 'p', version: '5.0.1', dist: { tarball: 'https://upstream.test/p/-/p-5.0.1.tgz' } } } },
+  })
+  const judged: string[] = []
+  const doc = body(run({ packageName: 'p', decide: (f) => { judged.push(f.version); return decision(f.version === '1.0.0' ? 'deny' : 'admit') } }, undefined, pub))
+  t.same(judged.sort(), ['1.0.0', '2.0.0'])
+  const picked = (wanted: string): string | undefined => { try { return pickManifest(doc, wanted).version } catch { return undefined } }
+  t.equal(picked('^1.0.0'), undefined, 'no alias of a 1.x version answers ^1.0.0 once 1.0.0 is denied')
+  t.equal(picked('1.0.2'), undefined)
+  t.equal(picked('^5.0.0'), undefined, 'no public policyRestrictions manifest answers a range nothing else satisfies')
+  t.equal(picked('^2.0.0'), '2.0.0')
+  t.ok(pickManifest(JSON.parse(JSON.stringify(pub)), '^1.0.0').version !== '1.0.0', 'while over the public document itself the picker takes an alias')
 })
