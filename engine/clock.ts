@@ -1,6 +1,6 @@
 /**
  * Time as an injectable value, so that tests of ages, paces and timeouts run
- * on a clock they move themselves.
+ * on a clock they move themselves (test/doubles/manual-clock.ts).
  */
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -8,12 +8,3 @@ export interface Clock {
 }
 
 export const systemClock: Clock = Object.freeze({ now: () => Date.now() })
-
-/** A clock that moves only when told to; for tests. */
-export class ManualClock implements Clock {
-  #now: number
-  constructor(start = Date.parse('2026-01-01T00:00:00Z')) { this.#now = start }
-  now(): number { return this.#now }
-  advance(ms: number): void { this.#now += ms }
-  set(ms: number): void { this.#now = ms }
-}

@@ -24,7 +24,7 @@ import { gunzipSync } from 'node:zlib'
 import { ArtifactBuilder } from '../../engine/advisory/artifact-writer.js'
 import { loadAdvisoryArtifact, shareAdvisoryArtifact } from '../../engine/advisory/compiled-database.js'
 import { readArchiveRecords } from '../../engine/advisory/osv-archive.js'
-import { ManualClock } from '../../engine/clock.js'
+import type { Clock } from '../../engine/clock.js'
 import { runPackumentPipeline, type PackumentRequest } from '../../engine/packument/pipeline.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { createEvaluator } from '../../engine/policy/evaluator.js'
@@ -71,7 +71,9 @@ const scenario: Scenario = {
     const epss = new Map([...builder.cves()].map((cve, i) => [cve, (i % 100) / 100]))
     const compiledAt = new Date('2026-03-01T00:00:00Z')
     const bytes = builder.build({ compiledAt, osvSource: 'bench:0', osvSourceUrl: 'http://bench:0/npm/all.zip', epss, epssStatus: 'available', epssScoreDate: compiledAt })
-    const clock = new ManualClock(compiledAt.getTime() + 3_600_000)
+    // An hour after the compile: the database is fresh for every sample.
+    const fixedNow = compiledAt.getTime() + 3_600_000
+    const clock: Clock = { now: () => fixedNow }
     const shared = shareAdvisoryArtifact(bytes)
     const database = loadAdvisoryArtifact(shared, compiledAt)
     const gate = createEvaluator([

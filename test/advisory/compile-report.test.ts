@@ -1,5 +1,5 @@
 import t from 'tap'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import { ADVISORY_DATA_AGES, DEFAULT_QUIET_TIME_SECONDS, reportCompileAges, UNRECORDED } from '../../engine/advisory/compile-report.js'
 
 const NOW = Date.parse('2026-01-10T00:00:00Z')

@@ -8,7 +8,7 @@
  */
 import t from 'tap'
 import { request } from 'undici'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import { publishFixture } from '../peers/publish-fixture.js'

@@ -5,7 +5,7 @@
  * teardown, even when the test fails.
  */
 import { Agent, request, type Dispatcher } from 'undici'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { decision } from '../helpers/decisions.js'

@@ -14,7 +14,7 @@ import { makeTestCa, type TestCa } from '../peers/tls.js'
 import { makeClient, startServer } from '../upstream/servers.js'
 import type { SelectedArtifact } from '../../server/routes/artifact-route.js'
 import { FrontDoor } from '../../server/http/front-door.js'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import { startArtifactRoute } from './harness.js'
 
 const TARBALL = randomBytes(50_000)

@@ -6,7 +6,7 @@
  */
 import t from 'tap'
 import { MetadataCache } from '../../engine/cache/metadata-cache.js'
-import { ManualClock } from '../../engine/clock.js'
+import { ManualClock } from '../doubles/manual-clock.js'
 import { AdmissionGate } from '../../engine/memory/gate.js'
 import { PackumentService, type RenderJob, type SelectedArtifact } from '../../engine/packument/packument-service.js'
 import type { PackumentOutcome } from '../../engine/packument/pipeline.js'

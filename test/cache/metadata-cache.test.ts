@@ -3,7 +3,7 @@ import t from 'tap'
 import {
   assembledKey, MetadataCache, selectedVersionKey, type AssembledResponse,
 } from '../../engine/cache/metadata-cache.js'
-import { ManualClock } from '../../engine/clock.js'
+import { ManualClock } from '../doubles/manual-clock.js'
 
 interface Selected { readonly version: string; readonly tarball: string }
 

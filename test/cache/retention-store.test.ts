@@ -3,7 +3,7 @@ import t from 'tap'
 import { CacheBudget } from '../../engine/cache/cache-budget.js'
 import { StoreCounters } from '../../engine/cache/cache-counters.js'
 import { RetentionStore } from '../../engine/cache/retention-store.js'
-import { ManualClock } from '../../engine/clock.js'
+import { ManualClock } from '../doubles/manual-clock.js'
 import { isServiceError } from '../../engine/errors.js'
 
 /** Values are strings whose accounted size is their length (keys are one character, adding 1). */

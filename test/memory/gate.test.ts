@@ -1,6 +1,6 @@
 import t from 'tap'
 import { Admission, AdmissionGate, PAUSE_CAP_UPSTREAM_READ_MS, REQUEST_TIMEOUT_MS, type GateOptions } from '../../engine/memory/gate.js'
-import { ManualTimers } from '../../engine/memory/timers.js'
+import { ManualTimers } from '../doubles/manual-timers.js'
 import { computePlan, GiB, MiB } from '../../engine/memory/plan.js'
 import { isServiceError, ServiceError } from '../../engine/errors.js'
 

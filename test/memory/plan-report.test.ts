@@ -4,7 +4,7 @@ import {
   CORES_REMEDY, describePlan, logPlan, MEMORY_PLAN_INGEST_CEILING, MEMORY_PLAN_TRANSIENT_BUDGET,
   RUNTIME_CORES_NOT_FIXED, RUNTIME_MAX_HEAP_UNBOUNDED, RUNTIME_SERVE_ADMISSION,
 } from '../../engine/memory/plan-report.js'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 
 t.test('SPEC.md 6.2 message texts', async (t) => {
   t.equal(MEMORY_PLAN_TRANSIENT_BUDGET, 'memory plan: transient budget')

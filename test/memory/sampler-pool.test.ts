@@ -10,7 +10,7 @@ import { AdmissionGate } from '../../engine/memory/gate.js'
 import { computePlan, GiB } from '../../engine/memory/plan.js'
 import { BRAKE_AT, BRAKE_CUT, BudgetSampler, HOLD_AT, readV8Heap } from '../../engine/memory/sampler.js'
 import { ThreadHeapBoard } from '../../engine/memory/thread-heaps.js'
-import { ManualTimers } from '../../engine/memory/timers.js'
+import { ManualTimers } from '../doubles/manual-timers.js'
 import { heapReportWorkerData } from '../../workers/heap-report.js'
 import type { HogResult, HogTask } from './fixtures/heap-hog-task.js'
 

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { BudgetSampler, nextBrakeLevel, readV8Heap, SAMPLE_INTERVAL_MS, type HeapReading } from '../../engine/memory/sampler.js'
 import { AdmissionGate } from '../../engine/memory/gate.js'
-import { ManualTimers } from '../../engine/memory/timers.js'
+import { ManualTimers } from '../doubles/manual-timers.js'
 import { computePlan, GiB, MiB } from '../../engine/memory/plan.js'
 
 function rig(options: { limited?: boolean } = {}) {

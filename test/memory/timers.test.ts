@@ -1,5 +1,6 @@
 import t from 'tap'
-import { ManualTimers, systemTimers } from '../../engine/memory/timers.js'
+import { systemTimers } from '../../engine/memory/timers.js'
+import { ManualTimers } from '../doubles/manual-timers.js'
 
 t.test('manual timers fire in time order, on the clock they move', async (t) => {
   const timers = new ManualTimers()

@@ -8,7 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import t from 'tap'
 import { request } from 'undici'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
 import { MirrorTarget } from '../../engine/mirror/mirror-target.js'
 import { MIRROR_COLLISION, MIRROR_PUBLISH_REFUSED, MirrorWorker } from '../../engine/mirror/mirror-worker.js'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import { DroppedVersionRecord, PUBLIC_VERSION_DROPPED } from '../../engine/packument/dropped-versions.js'
 
 t.test('dropped versions: counted every time, logged at warn once per package, version and reason', async (t) => {

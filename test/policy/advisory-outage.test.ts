@@ -1,7 +1,7 @@
 import t from 'tap'
 
-import { ManualClock } from '../../engine/clock.js'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { ManualClock } from '../doubles/manual-clock.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import {
   AdvisoryOutage, OUTAGE_BEGAN_MESSAGE, OUTAGE_CONTINUES_MESSAGE, OUTAGE_RECOVERED_MESSAGE, OUTAGE_REPEAT_MS,
 } from '../../engine/policy/advisory-outage.js'

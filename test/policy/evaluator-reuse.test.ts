@@ -8,8 +8,8 @@
 import t from 'tap'
 
 import type { AdvisoryDatabase, AdvisoryMatch } from '../../engine/advisory/database.js'
-import { MemoryAdvisoryDatabase } from '../../engine/advisory/memory-database.js'
-import { ManualClock } from '../../engine/clock.js'
+import { MemoryAdvisoryDatabase } from '../doubles/memory-advisory-database.js'
+import { ManualClock } from '../doubles/manual-clock.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { createEvaluator } from '../../engine/policy/evaluator.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'

@@ -1,7 +1,7 @@
 import t from 'tap'
 
-import { MemoryAdvisoryDatabase } from '../../engine/advisory/memory-database.js'
-import { ManualClock } from '../../engine/clock.js'
+import { MemoryAdvisoryDatabase } from '../doubles/memory-advisory-database.js'
+import { ManualClock } from '../doubles/manual-clock.js'
 import { isServiceError } from '../../engine/errors.js'
 import { createEvaluator, ruleProblems } from '../../engine/policy/evaluator.js'
 import { DAY, EVALUATOR_CASES, JS_ADVISORIES, PY_ADVISORIES, type EvaluatorCase } from './evaluator.cases.js'

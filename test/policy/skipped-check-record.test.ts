@@ -1,7 +1,7 @@
 import t from 'tap'
 
 import { isServiceError } from '../../engine/errors.js'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import type { Decision, SkippedCheck, VersionFacts } from '../../engine/policy/decision.js'
 import {
   ADMITTED_WITH_SKIPPED_CHECK_MESSAGE, SKIPPED_CHECK_RECORD_CAPACITY, SkippedCheckRecord,

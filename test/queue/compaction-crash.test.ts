@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import type { Test } from 'tap'
-import { ManualClock } from '../../engine/clock.js'
+import { ManualClock } from '../doubles/manual-clock.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 import { COMPACT_FILE } from '../../engine/queue/queue-journal.js'
 

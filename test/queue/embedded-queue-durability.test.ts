@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import type { Test } from 'tap'
-import { ManualClock } from '../../engine/clock.js'
+import { ManualClock } from '../doubles/manual-clock.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 import type { QueueMessage } from '../../engine/queue/queue.js'
 

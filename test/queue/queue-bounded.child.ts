@@ -21,7 +21,7 @@
  * Writes to a pipe are synchronous on Linux, so every line printed before a
  * kill reaches the parent.
  */
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import type { LogData, LogLevel } from '../../engine/log/logger.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto'
 import { FrontDoor } from '../../server/http/front-door.js'
 import type { Exchange } from '../../server/http/exchange.js'
 import { CompatRoutes, MAX_HEADER_LINES } from '../../server/http/compat-listener.js'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 
 const BIG = randomBytes(4 * 1024 * 1024)
 

@@ -9,7 +9,7 @@ import { connect } from 'node:net'
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { FrontDoor } from '../../server/http/front-door.js'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import type { CloseReason } from '../../server/http/exchange.js'
 
 t.test('a slow reader holds the exchange (and what it is charged) until the last byte is written', async (t) => {

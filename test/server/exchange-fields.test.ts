@@ -9,7 +9,7 @@ import t, { type Test } from 'tap'
 import { connect } from 'node:net'
 import { once } from 'node:events'
 import { FrontDoor } from '../../server/http/front-door.js'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import { ServiceError } from '../../engine/errors.js'
 
 interface Raw {

@@ -4,7 +4,7 @@ import { once } from 'node:events'
 import { carriesHopMarker } from '../../server/routes/hop-marker.js'
 import { FrontDoor } from '../../server/http/front-door.js'
 import { mountJs } from '../../server/routes/js-mount.js'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 
 t.test('every element of every Via line is read; the pseudonym is a whole token', async (t) => {
   t.ok(carriesHopMarker('1.1 proxy-a', 'proxy-a'))

@@ -7,7 +7,7 @@ import t from 'tap'
 import { connect } from 'node:net'
 import { once } from 'node:events'
 import { FrontDoor } from '../../server/http/front-door.js'
-import { RecordingLogger } from '../../engine/log/logger.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 import { requestFramingRefusal } from '../../server/http/request-framing.js'
 
 /** Writes `raw`, then reads until the server closes or 2 s pass; returns what came back and whether the server closed. */

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { ManualClock } from '../../engine/clock.js'
+import { ManualClock } from '../doubles/manual-clock.js'
 import { FilesystemObjectStore } from '../../engine/store/filesystem-object-store.js'
 
 const CHILD = fileURLToPath(new URL('./put-interrupted.child.ts', import.meta.url))

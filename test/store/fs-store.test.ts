@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { ManualClock } from '../../engine/clock.js'
+import { ManualClock } from '../doubles/manual-clock.js'
 import { FilesystemObjectStore } from '../../engine/store/filesystem-object-store.js'
 import { objectStoreSuite } from './store.suite.js'
 

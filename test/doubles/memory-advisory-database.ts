@@ -10,8 +10,8 @@
  */
 import semver from 'semver'
 
-import { comparePep440, parsePep440 } from './pep440.js'
-import type { AdvisoryDatabase, AdvisoryMatch, AdvisoryMetadata, Ecosystem } from './database.js'
+import { comparePep440, parsePep440 } from '../../engine/advisory/pep440.js'
+import type { AdvisoryDatabase, AdvisoryMatch, AdvisoryMetadata, Ecosystem } from '../../engine/advisory/database.js'
 
 export interface MemoryAdvisoryRange {
   readonly introduced: string
