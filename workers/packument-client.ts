@@ -9,7 +9,7 @@
  */
 import { MessageChannel } from 'node:worker_threads'
 import type { Piscina } from 'piscina'
-import type { Ecosystem } from '../engine/advisory/database.js'
+import type { Ecosystem } from '../engine/advisory/artifact/database.js'
 import { isServiceError, ServiceError, toServiceError } from '../engine/errors.js'
 import type { PackumentOutcome } from '../engine/packument/pipeline.js'
 import { NO_STRUCTURE_LIMITS, type StructureLimits } from '../engine/packument/scanner.js'

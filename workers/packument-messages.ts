@@ -9,7 +9,7 @@
  */
 import type { MessagePort } from 'node:worker_threads'
 import { Piscina } from 'piscina'
-import type { Ecosystem } from '../engine/advisory/database.js'
+import type { Ecosystem } from '../engine/advisory/artifact/database.js'
 import type { ErrorCode } from '../engine/errors.js'
 import type { Decide } from '../engine/packument/merge.js'
 import type { StructureLimits } from '../engine/packument/scanner.js'

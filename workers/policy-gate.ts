@@ -9,8 +9,8 @@
  * change, so a task of the same generation pays neither the rule compile nor
  * the artifact's bounds check again.
  */
-import { openSharedAdvisoryArtifact } from '../engine/advisory/compiled-database.js'
-import type { AdvisoryDatabase, Ecosystem } from '../engine/advisory/database.js'
+import { openSharedAdvisoryArtifact } from '../engine/advisory/artifact/compiled-database.js'
+import type { AdvisoryDatabase, Ecosystem } from '../engine/advisory/artifact/database.js'
 import type { Decide } from '../engine/packument/merge.js'
 import { createEvaluator } from '../engine/policy/evaluator.js'
 import type { RuleConfig } from '../engine/policy/rule-schema.js'

@@ -8,7 +8,7 @@
  * - opening it (checksum and bounds walk) against JSON.parse of every record,
  *   which is what each worker would pay without the artifact;
  * - lookup cost per version (ns) of `affecting`, against the reference
- *   evaluation over parsed JSON (engine/advisory/osv-evaluate.ts) with the
+ *   evaluation over parsed JSON (engine/advisory/artifact/osv-evaluate.ts) with the
  *   records already grouped by package;
  * - the lookups for every version of the react packument against the
  *   packument pipeline on that same document (react: real, with advisories) (engine/packument/pipeline.ts):
@@ -24,11 +24,11 @@ import { join } from 'node:path'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { systemClock } from '../../engine/clock.js'
 import { silentLogger } from '../../engine/log/logger.js'
-import { compileEcosystem } from '../../engine/advisory/compile.js'
-import { loadAdvisoryArtifact } from '../../engine/advisory/compiled-database.js'
-import { readArchiveRecords } from '../../engine/advisory/osv-archive.js'
-import { evaluateAffecting } from '../../engine/advisory/osv-evaluate.js'
-import type { OsvRecord } from '../../engine/advisory/osv-record.js'
+import { compileEcosystem } from '../../engine/advisory/pilot/compile.js'
+import { loadAdvisoryArtifact } from '../../engine/advisory/artifact/compiled-database.js'
+import { readArchiveRecords } from '../../engine/advisory/pilot/osv-archive.js'
+import { evaluateAffecting } from '../../engine/advisory/artifact/osv-evaluate.js'
+import type { OsvRecord } from '../../engine/advisory/artifact/osv-record.js'
 import { runPackumentPipeline, type PackumentRequest } from '../../engine/packument/pipeline.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
@@ -209,7 +209,7 @@ const scenario: Scenario = {
         rows,
         peakRssBytes: process.resourceUsage().maxRSS * 1024,
         notes: [
-          'Compile: engine/advisory/compile.ts over local HTTP (download to a temp file, yauzl entry by entry, EPSS filtered to the advisories\' CVEs). One run each; the machine is shared, so treat seconds as indicative.',
+          'Compile: engine/advisory/pilot/compile.ts over local HTTP (download to a temp file, yauzl entry by entry, EPSS filtered to the advisories\' CVEs). One run each; the machine is shared, so treat seconds as indicative.',
           'Lookups: medians of 20 rounds over every version of the real packument after 3 warm-up rounds; the reference is osv-evaluate.ts over the package\'s records only.',
           'Last row: the ratio is the lookups\' share of the packument pipeline\'s time on the same document (pipeline gate without advisory rules).',
           `Peak RSS includes the bench's own copies of the ${records.length} parsed records for the baselines.`,

@@ -21,9 +21,9 @@
  */
 import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
-import { ArtifactBuilder } from '../../engine/advisory/artifact-writer.js'
-import { loadAdvisoryArtifact, shareAdvisoryArtifact } from '../../engine/advisory/compiled-database.js'
-import { readArchiveRecords } from '../../engine/advisory/osv-archive.js'
+import { ArtifactBuilder } from '../../engine/advisory/pilot/artifact-writer.js'
+import { loadAdvisoryArtifact, shareAdvisoryArtifact } from '../../engine/advisory/artifact/compiled-database.js'
+import { readArchiveRecords } from '../../engine/advisory/pilot/osv-archive.js'
 import type { Clock } from '../../engine/clock.js'
 import { runPackumentPipeline, type PackumentRequest } from '../../engine/packument/pipeline.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'

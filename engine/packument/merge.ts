@@ -18,7 +18,7 @@
  * - Everything else is relayed unchanged, but a public document's
  *   PICKER_FIELDS.
  */
-import type { Ecosystem } from '../advisory/database.js'
+import type { Ecosystem } from '../advisory/artifact/database.js'
 import { ServiceError } from '../errors.js'
 import { canonicalVersion } from '../npm/canonical-version.js'
 import type { Decision, RuleKind, VersionFacts } from '../policy/decision.js'

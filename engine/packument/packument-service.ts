@@ -12,7 +12,7 @@
  * which beats a forwarded miss (404). An upstream failing while the other
  * answers is no error when versions survive.
  */
-import type { Ecosystem } from '../advisory/database.js'
+import type { Ecosystem } from '../advisory/artifact/database.js'
 import type { AssembledResponse, MetadataCache } from '../cache/metadata-cache.js'
 import { assembledKey, selectedVersionKey } from '../cache/metadata-cache.js'
 import type { Clock } from '../clock.js'

@@ -3,7 +3,7 @@
  * Piscina task (workers/packument-task.ts) runs the same steps in a worker;
  * tests and the bench baseline comparison run them here.
  */
-import type { Ecosystem } from '../advisory/database.js'
+import type { Ecosystem } from '../advisory/artifact/database.js'
 import type { RuleKind } from '../policy/decision.js'
 import { derivedEtag, type UpstreamEtags } from './derived-etag.js'
 import { planMerge, type Decide, type DroppedVersion, type MergeCounts, type MergePlan, type SelectedVersion, type VersionObservation, type Withholding } from './merge.js'

@@ -6,7 +6,7 @@
  * serve: it holds a tree of JS objects, several times the source bytes.
  */
 import { canonicalVersion } from '../npm/canonical-version.js'
-import type { Ecosystem } from '../advisory/database.js'
+import type { Ecosystem } from '../advisory/artifact/database.js'
 import type { VersionFacts } from '../policy/decision.js'
 import { ABBREVIATED_MANIFEST_FIELDS, INSTALL_SCRIPTS } from './abbreviated-fields.js'
 import { newestSurvivingVersion } from './latest.js'

@@ -5,7 +5,7 @@
  * one with no publication time, is expired, which `onUnavailable: skip` does
  * not waive and an open breaker does not skip past.
  */
-import type { AdvisoryDatabase } from '../advisory/database.js'
+import type { AdvisoryDatabase } from '../advisory/artifact/database.js'
 import type { AdvisoryAccess } from './rule.js'
 
 export interface AdvisoryAccessInput {

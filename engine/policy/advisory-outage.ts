@@ -10,7 +10,7 @@
  * outage, and a decision that never reached an advisory rule changes
  * nothing: traffic alone never adds a line.
  */
-import type { Ecosystem } from '../advisory/database.js'
+import type { Ecosystem } from '../advisory/artifact/database.js'
 import type { Clock } from '../clock.js'
 import type { Logger } from '../log/logger.js'
 import type { AdvisoryObservation } from './decision.js'

@@ -10,7 +10,7 @@
  * advisory is no reason to admit a version another advisory (or a malware
  * record) names, whatever the order of the rules.
  */
-import type { AdvisoryMatch } from '../advisory/database.js'
+import type { AdvisoryMatch } from '../advisory/artifact/database.js'
 import type { Phase } from './decision.js'
 import { RecentMemo } from './recent-memo.js'
 import { ABSTAIN, sameMatches, type Rule, type RuleOutcome } from './rule.js'

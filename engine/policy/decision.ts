@@ -8,7 +8,7 @@
  * it can run in a worker; the main thread feeds them to the outage tracker
  * and the skipped-check record, which own the log lines of SPEC.md 3.3/6.2.
  */
-import type { Ecosystem } from '../advisory/database.js'
+import type { Ecosystem } from '../advisory/artifact/database.js'
 
 export type Phase = 'admission' | 'revocation'
 

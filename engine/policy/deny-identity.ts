@@ -1,5 +1,5 @@
 /** `DenyIdentity`: denies a named package version or range (SPEC.md 1.7). */
-import type { Ecosystem } from '../advisory/database.js'
+import type { Ecosystem } from '../advisory/artifact/database.js'
 import { ServiceError } from '../errors.js'
 import type { Phase } from './decision.js'
 import { identityMatcher } from './identity-matcher.js'

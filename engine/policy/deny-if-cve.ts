@@ -7,7 +7,7 @@
  * it would fail at its one job. The evidence lists the advisory ids (and
  * their CVE aliases).
  */
-import type { AdvisoryMatch } from '../advisory/database.js'
+import type { AdvisoryMatch } from '../advisory/artifact/database.js'
 import type { Phase } from './decision.js'
 import { RecentMemo } from './recent-memo.js'
 import { affectingOrOutcome, CONSULTED, sameMatches, unavailableOutcomes, type Rule, type RuleOutcome } from './rule.js'

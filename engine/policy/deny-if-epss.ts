@@ -8,7 +8,7 @@
  * 3.1), and should one be handed over anyway the rule reports it as
  * unavailable (`no_database`) instead of reading absent scores as zero.
  */
-import type { AdvisoryDatabase, AdvisoryMatch } from '../advisory/database.js'
+import type { AdvisoryDatabase, AdvisoryMatch } from '../advisory/artifact/database.js'
 import type { Phase } from './decision.js'
 import { RecentMemo } from './recent-memo.js'
 import { affectingOrOutcome, CONSULTED, sameMatches, unavailableOutcomes, type Rule, type RuleOutcome } from './rule.js'

@@ -20,7 +20,7 @@
  * (a retryable 503). A push at or past its maximum age refuses with verdict
  * 'expired' whatever `onUnavailable` says (SPEC.md 3.5).
  */
-import type { AdvisoryDatabase, AdvisoryMatch, Ecosystem } from '../advisory/database.js'
+import type { AdvisoryDatabase, AdvisoryMatch, Ecosystem } from '../advisory/artifact/database.js'
 import type { Clock } from '../clock.js'
 import { ServiceError } from '../errors.js'
 import { RULE_KINDS, type AdvisoryObservation, type Decision, type Evaluator, type Phase, type RuleKind, type SkippedCheck, type VersionFacts } from './decision.js'

@@ -22,7 +22,7 @@
  */
 import semver from 'semver'
 
-import type { Ecosystem } from '../advisory/database.js'
+import type { Ecosystem } from '../advisory/artifact/database.js'
 import { parsePep440Specifier } from './pep440-specifier.js'
 
 export interface IdentityMatcher {

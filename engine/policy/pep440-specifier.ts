@@ -10,7 +10,7 @@
  * Supported wildcard form: release-only prefixes (`==1.2.*`, `!=1.*`), which
  * is what appears in practice; other prefix forms are refused as invalid.
  */
-import { compareDigits, comparePep440, isPrerelease, parsePep440, type Pep440Version } from '../advisory/pep440.js'
+import { compareDigits, comparePep440, isPrerelease, parsePep440, type Pep440Version } from '../advisory/artifact/pep440.js'
 
 type Operator = '===' | '~=' | '==' | '!=' | '<=' | '>=' | '<' | '>'
 
@@ -38,7 +38,7 @@ function sameBase(a: Pep440Version, b: Pep440Version): boolean {
 
 function prefixMatches(candidate: Pep440Version, prefix: Pep440Version): boolean {
   if (compareDigits(candidate.epoch, prefix.epoch) !== 0) return false
-  // Digit strings carry no leading zeros and zero is '' (engine/advisory/pep440.ts).
+  // Digit strings carry no leading zeros and zero is '' (engine/advisory/artifact/pep440.ts).
   return prefix.release.every((n, i) => compareDigits(candidate.release[i] ?? '', n) === 0)
 }
 

@@ -3,7 +3,7 @@
  * evaluator (evaluator.ts) turns their outcomes into a Decision, applying
  * `onUnavailable` and first-decides-stops (SPEC.md 1.7).
  */
-import type { AdvisoryDatabase, AdvisoryMatch } from '../advisory/database.js'
+import type { AdvisoryDatabase, AdvisoryMatch } from '../advisory/artifact/database.js'
 import type { Phase, RuleKind, UnavailableCause, VersionFacts } from './decision.js'
 import type { OnUnavailable } from './rule-schema.js'
 

@@ -10,7 +10,7 @@
  * The caller feeds only public artifact admissions; a trusted read never
  * comes here (SPEC.md 6.2).
  */
-import type { Ecosystem } from '../advisory/database.js'
+import type { Ecosystem } from '../advisory/artifact/database.js'
 import { ServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
 import type { Decision, VersionFacts } from './decision.js'

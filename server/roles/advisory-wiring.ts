@@ -9,9 +9,9 @@
  * A mount that reads the database but has no slot in `slots` gets a new one,
  * added to the map, so its readiness can still leave the awaiting state.
  */
-import { AdvisoryConsumer } from '../../engine/advisory/advisory-consumer.js'
-import { advisoryObjectKey } from '../../engine/advisory/advisory-object-key.js'
-import { AdvisorySlot } from '../../engine/advisory/advisory-slot.js'
+import { AdvisoryConsumer } from '../../engine/advisory/consumer/advisory-consumer.js'
+import { advisoryObjectKey } from '../../engine/advisory/artifact/advisory-object-key.js'
+import { AdvisorySlot } from '../../engine/advisory/consumer/advisory-slot.js'
 import type { Clock } from '../../engine/clock.js'
 import type { Config } from '../../engine/config/config.js'
 import { MOUNT_KEYS, type MountKey } from '../../engine/config/schema.js'

@@ -3,7 +3,7 @@
  * mounted ecosystem it compiles the OSV export and the EPSS feed into one
  * artifact and publishes it to the object store (engine/advisory/
  * pilot-publish.ts), at start and then on the schedule of
- * engine/advisory/pilot-schedule.ts, and serves `/livez` and `/readyz` on
+ * engine/advisory/pilot/pilot-schedule.ts, and serves `/livez` and `/readyz` on
  * `SERVICE_SERVER__PORT` (SPEC.md 4.5). `service pilot compile` is the same
  * run, once (runPilotCompile).
  *
@@ -17,9 +17,9 @@
 import { mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Ecosystem } from '../../engine/advisory/database.js'
-import { compileAndPublish, type PublishedArtifact } from '../../engine/advisory/pilot-publish.js'
-import { PilotSchedule } from '../../engine/advisory/pilot-schedule.js'
+import type { Ecosystem } from '../../engine/advisory/artifact/database.js'
+import { compileAndPublish, type PublishedArtifact } from '../../engine/advisory/pilot/pilot-publish.js'
+import { PilotSchedule } from '../../engine/advisory/pilot/pilot-schedule.js'
 import type { Config } from '../../engine/config/config.js'
 import { MOUNT_KEYS } from '../../engine/config/schema.js'
 import { ServiceError, toServiceError } from '../../engine/errors.js'

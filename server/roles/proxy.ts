@@ -6,7 +6,7 @@
  * the `/js` mount's routes and the probes on `SERVICE_SERVER__PORT`.
  */
 import { Piscina } from 'piscina'
-import { AdvisorySlot } from '../../engine/advisory/advisory-slot.js'
+import { AdvisorySlot } from '../../engine/advisory/consumer/advisory-slot.js'
 import { MetadataCache } from '../../engine/cache/metadata-cache.js'
 import type { MountConfig } from '../../engine/config/config.js'
 import { MOUNT_KEYS, type MountKey } from '../../engine/config/schema.js'

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { advisoryObjectKey } from '../../engine/advisory/advisory-object-key.js'
-import { AdvisorySlot } from '../../engine/advisory/advisory-slot.js'
+import { advisoryObjectKey } from '../../engine/advisory/artifact/advisory-object-key.js'
+import { AdvisorySlot } from '../../engine/advisory/consumer/advisory-slot.js'
 import { ManualClock } from '../doubles/manual-clock.js'
 import type { Config, MountConfig } from '../../engine/config/config.js'
 import type { MountKey } from '../../engine/config/schema.js'

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { RecordingLogger } from '../doubles/recording-logger.js'
-import { ADVISORY_DATA_AGES, DEFAULT_QUIET_TIME_SECONDS, reportCompileAges, UNRECORDED } from '../../engine/advisory/compile-report.js'
+import { ADVISORY_DATA_AGES, DEFAULT_QUIET_TIME_SECONDS, reportCompileAges, UNRECORDED } from '../../engine/advisory/pilot/compile-report.js'
 
 const NOW = Date.parse('2026-01-10T00:00:00Z')
 const DAY = 86400

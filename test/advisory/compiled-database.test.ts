@@ -3,15 +3,15 @@ import { readFileSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import t, { type Test } from 'tap'
 import { isServiceError } from '../../engine/errors.js'
-import { ArtifactBuilder } from '../../engine/advisory/artifact-writer.js'
-import * as F from '../../engine/advisory/artifact-format.js'
+import { ArtifactBuilder } from '../../engine/advisory/pilot/artifact-writer.js'
+import * as F from '../../engine/advisory/artifact/artifact-format.js'
 import {
   loadAdvisoryArtifact, openSharedAdvisoryArtifact, readAdvisoryArtifactMetadata, shareAdvisoryArtifact,
-} from '../../engine/advisory/compiled-database.js'
-import type { AdvisoryMatch, Ecosystem } from '../../engine/advisory/database.js'
-import { evaluateAffecting, evaluateRemediating } from '../../engine/advisory/osv-evaluate.js'
-import { readArchiveRecords } from '../../engine/advisory/osv-archive.js'
-import { packageKey, type OsvRecord } from '../../engine/advisory/osv-record.js'
+} from '../../engine/advisory/artifact/compiled-database.js'
+import type { AdvisoryMatch, Ecosystem } from '../../engine/advisory/artifact/database.js'
+import { evaluateAffecting, evaluateRemediating } from '../../engine/advisory/artifact/osv-evaluate.js'
+import { readArchiveRecords } from '../../engine/advisory/pilot/osv-archive.js'
+import { packageKey, type OsvRecord } from '../../engine/advisory/artifact/osv-record.js'
 import { DATA, NPM_ALL_ZIP, npmSamples, pysecSamples } from './fixtures.js'
 
 const EPSS = new Map([

@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import YAML from 'yaml'
 import yauzl from 'yauzl'
-import type { OsvRecord } from '../../engine/advisory/osv-record.js'
+import type { OsvRecord } from '../../engine/advisory/artifact/osv-record.js'
 import { makeZip } from './zip-writer.js'
 import { sharedDataDir } from '../peers/shared-data.js'
 

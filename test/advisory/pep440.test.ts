@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { comparePep440, comparePep440Strings, formatPep440, parsePep440 } from '../../engine/advisory/pep440.js'
+import { comparePep440, comparePep440Strings, formatPep440, parsePep440 } from '../../engine/advisory/artifact/pep440.js'
 import { DATA, pysecSamples, zipRecords, PYPI_MAL_ZIP } from './fixtures.js'
 
 /** Versions named by the files of real PyPI Simple pages (django, requests, urllib3). */

@@ -3,7 +3,7 @@
  * opens the posted artifact in place and answers lookups.
  */
 import { parentPort } from 'node:worker_threads'
-import { openSharedAdvisoryArtifact } from '../../engine/advisory/compiled-database.js'
+import { openSharedAdvisoryArtifact } from '../../engine/advisory/artifact/compiled-database.js'
 
 interface Ask { shared: SharedArrayBuffer; lookups: Array<[string, string]> }
 

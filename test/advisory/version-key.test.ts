@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
 import semver from 'semver'
 import t from 'tap'
-import { comparePep440, parsePep440 } from '../../engine/advisory/pep440.js'
-import { parseNpmVersion } from '../../engine/advisory/npm-version.js'
-import { compareBytes, KeyWriter, writeExactKey, writeVersionKey } from '../../engine/advisory/version-key.js'
+import { comparePep440, parsePep440 } from '../../engine/advisory/artifact/pep440.js'
+import { parseNpmVersion } from '../../engine/advisory/artifact/npm-version.js'
+import { compareBytes, KeyWriter, writeExactKey, writeVersionKey } from '../../engine/advisory/artifact/version-key.js'
 import { DATA } from './fixtures.js'
 
 function key(eco: 'js' | 'py', v: string): Uint8Array | undefined {

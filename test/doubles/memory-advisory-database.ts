@@ -4,14 +4,14 @@
  * the compiled artifact, so rules cannot tell them apart.
  *
  * Ranges are read in the database's ecosystem: semver for `js`; for `py`,
- * PEP 440 (engine/advisory/pep440.ts). A range is `introduced`
+ * PEP 440 (engine/advisory/artifact/pep440.ts). A range is `introduced`
  * (inclusive, '0' for everything) up to `fixed` (exclusive) or
  * `lastAffected` (inclusive), as in OSV.
  */
 import semver from 'semver'
 
-import { comparePep440, parsePep440 } from '../../engine/advisory/pep440.js'
-import type { AdvisoryDatabase, AdvisoryMatch, AdvisoryMetadata, Ecosystem } from '../../engine/advisory/database.js'
+import { comparePep440, parsePep440 } from '../../engine/advisory/artifact/pep440.js'
+import type { AdvisoryDatabase, AdvisoryMatch, AdvisoryMetadata, Ecosystem } from '../../engine/advisory/artifact/database.js'
 
 export interface MemoryAdvisoryRange {
   readonly introduced: string

@@ -1,7 +1,7 @@
 import t from 'tap'
 import {
   BOOT_RETRY_DELAYS_MS, NO_ARTIFACT_REPEAT_MS, PILOT_NO_ARTIFACT, PILOT_RUN_INTERVAL_MS, PilotSchedule,
-} from '../../engine/advisory/pilot-schedule.js'
+} from '../../engine/advisory/pilot/pilot-schedule.js'
 import { ManualClock } from '../doubles/manual-clock.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 

@@ -7,7 +7,7 @@
  */
 import t from 'tap'
 
-import type { AdvisoryDatabase, AdvisoryMatch } from '../../engine/advisory/database.js'
+import type { AdvisoryDatabase, AdvisoryMatch } from '../../engine/advisory/artifact/database.js'
 import { MemoryAdvisoryDatabase } from '../doubles/memory-advisory-database.js'
 import { ManualClock } from '../doubles/manual-clock.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'

@@ -2,7 +2,7 @@
  * One shared table of evaluator cases (STYLE.md: one suite for every
  * behaviour of the interface). Times are relative to the evaluation's `now`.
  */
-import type { Ecosystem } from '../../engine/advisory/database.js'
+import type { Ecosystem } from '../../engine/advisory/artifact/database.js'
 import type { MemoryAdvisory } from '../doubles/memory-advisory-database.js'
 import type { AdvisoryObservation, Phase, SkippedCheck, Verdict } from '../../engine/policy/decision.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'

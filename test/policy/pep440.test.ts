@@ -1,7 +1,7 @@
 import t from 'tap'
 
 import { parsePep440Specifier } from '../../engine/policy/pep440-specifier.js'
-import { comparePep440, parsePep440 } from '../../engine/advisory/pep440.js'
+import { comparePep440, parsePep440 } from '../../engine/advisory/artifact/pep440.js'
 
 function cmp(a: string, b: string): number {
   const pa = parsePep440(a)

@@ -28,6 +28,9 @@ export interface AdvisoryMatch {
 }
 
 /** Provenance and dates recorded by Pilot (SPEC.md 2.9). */
+/** How logs write a metadata value never recorded (SPEC.md 2.9). */
+export const UNRECORDED = '<unrecorded>'
+
 export interface AdvisoryMetadata {
   readonly ecosystem: Ecosystem
   /** `host:port` of the OSV source. */

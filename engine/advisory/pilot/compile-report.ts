@@ -12,11 +12,12 @@
  * recorded reads `<unrecorded>` (SPEC.md 2.9) and, having no measurable age,
  * counts as past its quiet time.
  */
-import type { Logger } from '../log/logger.js'
+import type { Logger } from '../../log/logger.js'
 import type { CompileSummary } from './compile.js'
+import { UNRECORDED } from '../artifact/database.js'
 
 export const ADVISORY_DATA_AGES = 'advisory data ages'
-export const UNRECORDED = '<unrecorded>'
+export { UNRECORDED }
 
 /** Seconds by default for both quiet times (SPEC.md 2.11, 8). */
 export const DEFAULT_QUIET_TIME_SECONDS = 604800

@@ -11,8 +11,8 @@ import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import type { Dispatcher } from 'undici'
 import yauzl from 'yauzl'
-import { ServiceError } from '../errors.js'
-import type { OsvRecord } from './osv-record.js'
+import { ServiceError } from '../../errors.js'
+import type { OsvRecord } from '../artifact/osv-record.js'
 import { getSource } from './source-request.js'
 
 /** One OSV record is a few kB; anything far larger is not a record (or is a zip bomb). */

@@ -6,13 +6,13 @@
  * osv-evaluate.ts, which tests hold this against.
  */
 import { createHash } from 'node:crypto'
-import type { Ecosystem } from './database.js'
-import * as F from './artifact-format.js'
+import type { Ecosystem } from '../artifact/database.js'
+import * as F from '../artifact/artifact-format.js'
 import {
   cveIds, ecosystemMatches, isLiveRecord, isVersionRange, packageKey,
   type OsvRange, type OsvRecord,
-} from './osv-record.js'
-import { compareBytes, KeyWriter, writeExactKey, writeVersionKey } from './version-key.js'
+} from '../artifact/osv-record.js'
+import { compareBytes, KeyWriter, writeExactKey, writeVersionKey } from '../artifact/version-key.js'
 
 interface EncodedEvent {
   readonly kind: number

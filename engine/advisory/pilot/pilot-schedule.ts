@@ -16,9 +16,9 @@
  * The schedule is a pure state machine on the injected clock; the role owns
  * the timer.
  */
-import type { Clock } from '../clock.js'
-import type { Logger } from '../log/logger.js'
-import type { Ecosystem } from './database.js'
+import type { Clock } from '../../clock.js'
+import type { Logger } from '../../log/logger.js'
+import type { Ecosystem } from '../artifact/database.js'
 
 /** error: the boot retry budget is spent and some mounted ecosystem has no artifact in the store. */
 export const PILOT_NO_ARTIFACT = 'pilot has published no advisory artifact'

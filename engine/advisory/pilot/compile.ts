@@ -11,10 +11,10 @@
  * CA, an egress policy or a proxy) when it needs one.
  */
 import type { Dispatcher } from 'undici'
-import type { Clock } from '../clock.js'
-import { toServiceError } from '../errors.js'
-import type { Logger } from '../log/logger.js'
-import { OSV_ECOSYSTEM, type AdvisoryMetadata, type Ecosystem } from './database.js'
+import type { Clock } from '../../clock.js'
+import { toServiceError } from '../../errors.js'
+import type { Logger } from '../../log/logger.js'
+import { OSV_ECOSYSTEM, type AdvisoryMetadata, type Ecosystem } from '../artifact/database.js'
 import { ArtifactBuilder } from './artifact-writer.js'
 import { fetchEpssFeed, type EpssFeed } from './epss-feed.js'
 import { downloadArchive, readArchiveRecords } from './osv-archive.js'

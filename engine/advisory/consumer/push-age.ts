@@ -11,8 +11,8 @@
  * the consumer logs that when it swaps such an artifact in, so it is not
  * repeated here.
  */
-import type { Ecosystem } from './database.js'
-import type { Logger } from '../log/logger.js'
+import type { Ecosystem } from '../artifact/database.js'
+import type { Logger } from '../../log/logger.js'
 
 /** error: the push passed half its maximum age. SPEC.md does not fix the text. */
 export const PUSH_AGE_HALF_MAXIMUM = 'advisory push age passed half its maximum'

@@ -4,10 +4,10 @@
  * 15 minutes while polls keep failing (SPEC.md 8), and `sync fetch recovered`
  * at the first poll that succeeds again. Time is the injected clock's.
  */
-import type { Clock } from '../clock.js'
-import type { ServiceError } from '../errors.js'
-import type { Logger } from '../log/logger.js'
-import type { Ecosystem } from './database.js'
+import type { Clock } from '../../clock.js'
+import type { ServiceError } from '../../errors.js'
+import type { Logger } from '../../log/logger.js'
+import type { Ecosystem } from '../artifact/database.js'
 
 export const SYNC_FETCH_FAILED = 'sync fetch failed'
 export const SYNC_FETCH_STILL_FAILING = 'sync fetch still failing'

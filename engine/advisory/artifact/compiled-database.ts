@@ -19,7 +19,7 @@
  * kept too (a packument asks for one package, version after version).
  */
 import { createHash } from 'node:crypto'
-import { ServiceError } from '../errors.js'
+import { ServiceError } from '../../errors.js'
 import type { AdvisoryDatabase, AdvisoryMatch, AdvisoryMetadata, Ecosystem } from './database.js'
 import * as F from './artifact-format.js'
 import { packageKey } from './osv-record.js'

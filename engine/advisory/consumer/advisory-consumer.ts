@@ -24,14 +24,14 @@
  * nothing is read from disk until its first poll. Every tick ends with the
  * half-maximum check of the push age (push-age.ts) on the injected clock.
  */
-import type { Clock } from '../clock.js'
-import { isServiceError, ServiceError, toServiceError } from '../errors.js'
-import type { Logger } from '../log/logger.js'
-import type { ObjectBody, ObjectStore } from '../store/object-store.js'
+import type { Clock } from '../../clock.js'
+import { isServiceError, ServiceError, toServiceError } from '../../errors.js'
+import type { Logger } from '../../log/logger.js'
+import type { ObjectBody, ObjectStore } from '../../store/object-store.js'
 import type { AdvisorySlot, ServingArtifact } from './advisory-slot.js'
-import { UNRECORDED } from './compile-report.js'
-import { loadAdvisoryArtifact, openSharedAdvisoryArtifact } from './compiled-database.js'
-import type { AdvisoryDatabase, Ecosystem } from './database.js'
+import { UNRECORDED } from '../artifact/database.js'
+import { loadAdvisoryArtifact, openSharedAdvisoryArtifact } from '../artifact/compiled-database.js'
+import type { AdvisoryDatabase, Ecosystem } from '../artifact/database.js'
 import { PushAgeAlarm } from './push-age.js'
 import { SyncFetchFailures } from './sync-fetch-failures.js'
 

@@ -8,7 +8,7 @@
  * by it (assembled responses, the workers' evaluators) are not reused across
  * generations.
  */
-import type { AdvisoryDatabase } from './database.js'
+import type { AdvisoryDatabase } from '../artifact/database.js'
 
 export interface ServingArtifact {
   readonly database: AdvisoryDatabase

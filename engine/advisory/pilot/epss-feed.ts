@@ -10,7 +10,7 @@ import { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import { createGunzip } from 'node:zlib'
 import type { Dispatcher } from 'undici'
-import { ServiceError } from '../errors.js'
+import { ServiceError } from '../../errors.js'
 import { getSource } from './source-request.js'
 
 export interface EpssFeed {

@@ -8,13 +8,13 @@
  * 3.5).
  */
 import type { Dispatcher } from 'undici'
-import type { Clock } from '../clock.js'
-import type { Logger } from '../log/logger.js'
-import type { ObjectStore } from '../store/object-store.js'
-import { advisoryObjectKey } from './advisory-object-key.js'
+import type { Clock } from '../../clock.js'
+import type { Logger } from '../../log/logger.js'
+import type { ObjectStore } from '../../store/object-store.js'
+import { advisoryObjectKey } from '../artifact/advisory-object-key.js'
 import { compileEcosystem, type CompileSummary } from './compile.js'
 import { reportCompileAges } from './compile-report.js'
-import type { Ecosystem } from './database.js'
+import type { Ecosystem } from '../artifact/database.js'
 
 /** info: the artifact is in the store. */
 export const ADVISORY_PUBLISHED = 'advisory artifact published'
