@@ -16,9 +16,11 @@
  *   item 4); the redrive policy captures it.
  *
  * Every successful poll and every settled job beats the heartbeat that
- * /livez reads (SPEC.md 3.2). `stop` is the drain: no more receives, running
- * jobs finish within the bound, then the rest are cancelled and left to
- * their visibility timeout (embedded: unacknowledged, replayed on boot).
+ * /livez reads (SPEC.md 3.2). `stop` is the drain, started with the
+ * process's drain (not after it): no more receives, running jobs finish
+ * within the bound, then the rest are cancelled and handed back unacknowledged
+ * (visibility 0, so another worker takes them at once; a process killed
+ * before that leaves them to their window; embedded: replayed on boot).
  */
 import type { Clock } from '../clock.js'
 import { systemClock } from '../clock.js'
@@ -136,7 +138,8 @@ export class MirrorConsumer {
         continue
       }
       if (this.#stopping) {
-        // Received while stopping: not started, left to their windows.
+        // Received while stopping: not started, and handed back at once rather than left to a whole window.
+        await Promise.all(messages.map((m) => this.#apply(() => queue.changeVisibility(m.receiptHandle, 0), { messageId: m.messageId }, 'release')))
         break
       }
       this.#o.onProgress?.()
@@ -199,7 +202,11 @@ export class MirrorConsumer {
       counters.record('given_up')
       return
     }
-    if (outcome === undefined) return // cancelled by the drain: left to its window
+    if (outcome === undefined) {
+      // Cancelled by the drain: handed back at once, so another worker need not wait out the window.
+      if (this.#stopping) await this.#apply(() => queue.changeVisibility(message.receiptHandle, 0), named, 'release')
+      return
+    }
     this.#o.onProgress?.()
     if (outcome.disposition === 'delete') {
       counters.record(outcome.result)

@@ -114,6 +114,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     readiness: running.readiness,
     drainTimeoutMs: config.server.shutdownDrainTimeout * 1000,
     logger,
+    quiesce: () => running.quiesce?.(),
     release: () => running.release(),
     exit,
   })

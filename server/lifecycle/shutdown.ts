@@ -20,6 +20,12 @@ export interface ShutdownOptions {
   readonly readiness: Readiness
   readonly drainTimeoutMs: number
   readonly logger: Logger
+  /**
+   * Called once as the drain starts, before in-flight requests finish: the role stops taking work that does not
+   * come through the front door (the mirror worker stops receiving), so it drains beside the requests, within
+   * the same bound, instead of receiving new jobs until the door is idle.
+   */
+  readonly quiesce?: () => void
   /** Releases what the role holds (dispatchers, pool, queue), after the drain. */
   readonly release: () => Promise<void>
   /** Ends the process with a code; `detail` goes to the `service exited` line. */
@@ -55,6 +61,7 @@ export class Shutdown {
     const { door, readiness, logger, drainTimeoutMs } = this.#options
     readiness.startDraining()
     door.startDraining()
+    this.#options.quiesce?.()
     logger.info(DRAIN_STARTED, { reason, inFlight: door.inFlight, timeoutSeconds: drainTimeoutMs / 1000 })
     let timer: NodeJS.Timeout | undefined
     const timedOut = await Promise.race([

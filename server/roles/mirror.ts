@@ -56,7 +56,10 @@ export interface MirrorAttachment {
   readonly counters: MirrorCounters
   readonly heartbeat: Heartbeat
   readonly budget: number
-  /** The drain: stops receiving, lets running jobs finish for up to `graceMs`, cancels the rest. */
+  /**
+   * The drain: stops receiving, lets running jobs finish for up to `graceMs`, cancels the rest. Called at drain
+   * start and again on release; the second call waits on the first.
+   */
   stop(graceMs: number): Promise<void>
   metrics(): Record<string, unknown>
 }
@@ -101,14 +104,15 @@ export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<
   })
   consumer.start()
   logger.info(MIRROR_WORKER_STARTED, { mount: mount.key, target: new URL(mirror.target).host, concurrency, maxArtifactBytes, receiveBudget: budget })
+  let stopping: Promise<void> | undefined
   return {
     counters,
     heartbeat,
     budget,
-    stop: async (graceMs) => {
+    stop: (graceMs) => stopping ??= (async () => {
       await consumer.stop(graceMs)
       await target.close()
-    },
+    })(),
     metrics: () => ({ [MIRROR_JOBS_PROCESSED_METRIC]: counters.snapshot() }),
   }
 }
@@ -189,6 +193,7 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
     door,
     readiness,
     liveness,
+    quiesce: () => { void attachment.stop(config.server.shutdownDrainTimeout * 1000) },
     release: async () => {
       await attachment.stop(config.server.shutdownDrainTimeout * 1000)
       await source.close()

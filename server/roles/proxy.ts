@@ -222,6 +222,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     door,
     readiness,
     liveness,
+    quiesce: () => { void mirrorWorker?.stop(config.server.shutdownDrainTimeout * 1000) },
     release: async () => {
       sampler.stop()
       await advisories?.stop()

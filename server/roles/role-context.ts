@@ -23,6 +23,8 @@ export interface RunningRole {
   readonly door: FrontDoor
   readonly readiness: Readiness
   readonly liveness: Liveness
+  /** Called as the drain starts: stop taking work that does not come through the front door (mirror receives). */
+  quiesce?(): void
   /** Releases dispatchers, pools and queues after the drain (STYLE.md rule 11). */
   release(): Promise<void>
   /** The role's counters and gauges now (SPEC.md 6.3 names), for telemetry and tests. */

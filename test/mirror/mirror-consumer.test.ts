@@ -181,3 +181,46 @@ t.test('a failed attribute probe is a warning naming the permission; the budget 
   t.equal(await receiveBudget(missing, 4, logger, missing.url), 4)
   t.match(logger.find(MIRROR_QUEUE_ATTRIBUTES_FAILED), [{ level: 'warn', data: { permission: 'sqs:GetQueueAttributes' } }])
 })
+
+t.test('the drain: no receive after stop, a running job finishes and is deleted, one past the bound is handed back', async (t) => {
+  const { queue } = await makeQueue(t)
+  let stopping = false
+  let receivesWhileStopping = 0
+  const counted: Queue = {
+    send: (body, options) => queue.send(body, options),
+    receive: (options) => { if (stopping) receivesWhileStopping++; return queue.receive(options) },
+    changeVisibility: (handle, seconds) => queue.changeVisibility(handle, seconds),
+    delete: (handle) => queue.delete(handle),
+    attributes: () => queue.attributes(),
+    close: () => queue.close(),
+  }
+  const finishers = new Map<string, () => void>()
+  const worker: JobRunner = {
+    process: (j, signal) => new Promise((resolve, reject) => {
+      finishers.set(j.package, () => resolve(outcome('mirrored', 'delete')))
+      signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })
+    }),
+  }
+  const counters = new MirrorCounters()
+  const c = new MirrorConsumer({ queue: counted, worker, counters, logger: new RecordingLogger(), concurrency: 2, maxReceiveCount: 5, visibilitySeconds: 300, waitSeconds: 1, receiveRetryMs: 100 })
+  c.start()
+  await queue.send(encodeMirrorJob(job('finishes')))
+  await queue.send(encodeMirrorJob(job('outlives')))
+  await waitFor(() => finishers.size === 2, 'both jobs running')
+
+  stopping = true
+  let stopped = false
+  const drain = c.stop(3_000).then(() => { stopped = true })
+  await new Promise((resolve) => setTimeout(resolve, 1_500))
+  t.equal(receivesWhileStopping, 0, 'no receive once the drain started')
+  t.notOk(stopped, 'the drain waits for running jobs')
+  finishers.get('finishes')?.()
+  await drain
+  t.equal(counters.get('mirrored'), 1, 'the job running at the drain finished')
+
+  // A 300 s window: only the hand-back can make the cancelled job visible within the test.
+  const other = new SqsQueue({ url: queue.url, client: peer.client() })
+  t.teardown(() => other.close())
+  const left = await other.receive({ max: 10, visibilitySeconds: 30, waitSeconds: 1 })
+  t.same(left.map((m) => (JSON.parse(m.body) as { package: string }).package), ['outlives'], 'the finished job deleted, the cancelled one handed back')
+})
