@@ -6,6 +6,8 @@
  * the tarball-host policy, and the streamed base64 body.
  */
 import { createHash, randomBytes } from 'node:crypto'
+import { createServer as createHttpsServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { request } from 'undici'
 import { RecordingLogger } from '../doubles/recording-logger.js'
@@ -101,6 +103,44 @@ t.test('an artifact over limits.maxArtifactBytes cannot succeed and is never pub
   const { worker: w } = worker({ maxArtifactBytes: 1024 })
   t.match(await w.process(await jobFor('huge')), { result: 'too_large', disposition: 'leave' })
   t.equal(await dist(priv, 'huge'), undefined)
+})
+
+t.test('without a Content-Length the cap is enforced while streaming: the cut publication leaves nothing on the target', async (t) => {
+  // The public registry again, behind a relay that sends every tarball chunked (no length to refuse up front).
+  const ca = pub.ca!
+  const relay = createHttpsServer({ key: ca.keyPem, cert: ca.certPem }, (req, res) => {
+    const own = `https://127.0.0.1:${(relay.address() as AddressInfo).port}`
+    void request(`${pub.origin}${req.url ?? '/'}`, { dispatcher: pub.dispatcher }).then(async (upstream) => {
+      res.statusCode = upstream.statusCode
+      res.setHeader('content-type', String(upstream.headers['content-type'] ?? 'application/octet-stream'))
+      if (!(req.url ?? '').includes('/-/')) {
+        res.end((await upstream.body.text()).replaceAll(pub.origin, own))
+        return
+      }
+      for await (const chunk of upstream.body) res.write(chunk)
+      res.end()
+    }, (error: unknown) => { res.destroy(error as Error) })
+  })
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => { relay.closeAllConnections(); relay.close(resolve) }))
+  const origin = `https://127.0.0.1:${(relay.address() as AddressInfo).port}`
+  const source = new UpstreamClient({
+    url: `${origin}/`, trusted: false, caPem: ca.caPem, allowInternalRanges: ['127.0.0.0/8'],
+    maxResponseBytes: 16 * 1024 * 1024, proxyId: 'mirror-test', logger: new RecordingLogger(), counters: new UpstreamFetchCounters(),
+  })
+  t.teardown(() => source.destroy())
+  const seen = await request(`${origin}/huge/-/huge-1.0.0.tgz`, { dispatcher: pub.dispatcher })
+  t.equal(seen.headers['content-length'], undefined, 'the relay sends no length')
+  await seen.body.dump()
+
+  const logger = new RecordingLogger()
+  const target = new MirrorTarget({ url: priv.url, token, maxDocumentBytes: 16 * 1024 * 1024 })
+  t.teardown(() => target.close())
+  const w = new MirrorWorker({ source, target, maxArtifactBytes: 1024, logger })
+  const job = await jobFor('huge', {})
+  t.match(await w.process({ ...job, url: job.url.replace(pub.origin, origin) }), { result: 'too_large', disposition: 'leave' })
+  t.match(logger.records.find((r) => r.data['result'] === 'too_large'), { level: 'warn', data: { limit: 1024 } })
+  t.equal(await dist(priv, 'huge'), undefined, 'Verdaccio holds nothing')
 })
 
 t.test('a job without a usable digest cannot succeed', async (t) => {
