@@ -11,12 +11,13 @@
  * port, for the clients the uWS port cannot answer (HTTP/1.0, many header
  * lines, pipelining behind a pending answer): see compat-listener.ts.
  */
-import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from 'uWebSockets.js'
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js'
 import { ServiceError, toServiceError } from '../../engine/errors.js'
 import type { Logger } from '../../engine/log/logger.js'
 import { CompatListener, CompatRoutes } from './compat-listener.js'
 import { Exchange } from './exchange.js'
 import { requestFramingRefusal } from './request-framing.js'
+import { loadUws } from './uws-loader.js'
 
 export type Handler = (exchange: Exchange) => void | Promise<void>
 
@@ -45,7 +46,7 @@ export class FrontDoor {
   constructor(options: FrontDoorOptions) {
     this.#options = options
     this.#logger = options.logger
-    this.#app = uWS.App()
+    this.#app = loadUws().App()
     this.#compat = options.compatPort === undefined
       ? undefined
       : new CompatListener(this.#compatRoutes, (res, req, route) => this.#dispatch(res, req, route.handler as Handler))
@@ -86,7 +87,7 @@ export class FrontDoor {
           return
         }
         this.#socket = socket
-        this.#port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket)
+        this.#port = loadUws().us_socket_local_port(socket as unknown as us_socket)
         resolve(this.#port)
       })
     })
@@ -100,7 +101,7 @@ export class FrontDoor {
 
   stopAccepting(): void {
     if (this.#socket !== undefined) {
-      uWS.us_listen_socket_close(this.#socket)
+      loadUws().us_listen_socket_close(this.#socket)
       this.#socket = undefined
     }
     this.#compat?.stopAccepting()

@@ -21,9 +21,10 @@ export interface ServiceRun {
 
 interface Teardown { teardown(fn: () => unknown): void }
 
-export function runService(t: Teardown, args: readonly string[], env: Record<string, string> = {}): ServiceRun {
+/** `node`: another Node binary to run the service on (the runtime tests); default this one. */
+export function runService(t: Teardown, args: readonly string[], env: Record<string, string> = {}, node: string = process.execPath): ServiceRun {
   if (!existsSync(SERVICE_BIN)) throw new Error(`${SERVICE_BIN} is missing: run \`npm run build\` (npm test does it first)`)
-  const child = spawn(process.execPath, [SERVICE_BIN, ...args], {
+  const child = spawn(node, [SERVICE_BIN, ...args], {
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
