@@ -1,0 +1,91 @@
+/**
+ * The container image and the Kubernetes manifests in deploy/ agree with the
+ * configuration reference (issue 18): the ConfigMap and Secret make a
+ * configuration the loader accepts; every Deployment runs a known role on
+ * the configured port with /livez and /readyz probes, limits the sizing
+ * reads, and a grace period above the drain bound; the PodDisruptionBudget
+ * and the Service select the proxy; the Dockerfile runs the launcher as a
+ * non-root user on a base whose glibc loads the Node 24 uWS build, and stops
+ * it with SIGTERM.
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import YAML from 'yaml'
+import { readBuildInfo } from '../../engine/build-info.js'
+import { loadConfig } from '../../engine/config/load.js'
+import { parseArgs } from '../../server/cli/args.js'
+
+// Manifests are walked as loosely typed trees; the assertions are the schema.
+type Doc = Record<string, any>
+
+const root = readBuildInfo().root
+const folder = join(root, 'deploy')
+const docs: Doc[] = readdirSync(folder).filter((f) => f.endsWith('.yaml')).sort()
+  .flatMap((f) => YAML.parseAllDocuments(readFileSync(join(folder, f), 'utf8')).map((d) => d.toJS() as Doc))
+const ofKind = (kind: string): Doc[] => docs.filter((d) => d['kind'] === kind)
+
+const configMap = ofKind('ConfigMap')[0]!
+const secret = ofKind('Secret')[0]!
+const dir = await mkdtemp(join(tmpdir(), 'deploy-'))
+t.teardown(() => rm(dir, { recursive: true, force: true }))
+const configPath = join(dir, 'config.yaml')
+writeFileSync(configPath, String(configMap['data']['config.yaml']))
+const env: Record<string, string> = { ...secret['stringData'] }
+const loaded = loadConfig({ configPath, env })
+
+t.test('the ConfigMap and Secret make a configuration the loader accepts', async (t) => {
+  t.ok(loaded.ok, loaded.ok ? 'accepted' : JSON.stringify(loaded.problems))
+})
+
+const config = loaded.ok ? loaded.config : undefined
+const deployments = ofKind('Deployment')
+
+t.test('every role has a Deployment', async (t) => {
+  const roles = deployments.map((d) => d['spec']['template']['spec']['containers'][0]['args'][0] as string).sort()
+  t.same(roles, ['dredger', 'mirror', 'pilot', 'proxy'])
+})
+
+for (const deployment of deployments) {
+  const name = deployment['metadata']['name'] as string
+  t.test(`${name}: role, port, probes, limits and grace agree with the configuration`, async (t) => {
+    const pod = deployment['spec']['template']['spec']
+    const container = pod['containers'][0]
+    t.match(parseArgs(container['args']), { kind: 'role', role: container['args'][0] }, 'a role the CLI knows')
+    const http = (container['ports'] as Doc[]).find((p) => p['name'] === 'http')
+    t.equal(http?.['containerPort'], config?.server.port, 'the container port is server.port')
+    t.match(container['livenessProbe'], { httpGet: { path: '/livez', port: 'http' } })
+    t.match(container['readinessProbe'], { httpGet: { path: '/readyz', port: 'http' } })
+    t.ok(pod['terminationGracePeriodSeconds'] > (config?.server.shutdownDrainTimeout ?? Infinity), 'the grace period outlasts the drain')
+    t.ok(container['resources']['limits']['memory'], 'a memory limit for the sizing')
+    t.ok(container['resources']['limits']['cpu'], 'a CPU limit for the sizing')
+    t.equal(container['env'].find((e: Doc) => e['name'] === 'SERVICE_CONFIG')?.['value'], '/etc/registry-proxy/config.yaml')
+    t.equal(pod['volumes'].find((v: Doc) => v['name'] === 'config')?.['configMap']['name'], configMap['metadata']['name'])
+    t.equal(container['envFrom'][0]['secretRef']['name'], secret['metadata']['name'])
+    t.equal(pod['securityContext']['runAsNonRoot'], true)
+    t.same(deployment['spec']['selector']['matchLabels'], deployment['spec']['template']['metadata']['labels'])
+  })
+}
+
+t.test('the PodDisruptionBudget and the Service select the proxy pods', async (t) => {
+  const proxy = deployments.find((d) => d['spec']['template']['spec']['containers'][0]['args'][0] === 'proxy')!
+  const labels = proxy['spec']['template']['metadata']['labels'] as Record<string, string>
+  const pdb = ofKind('PodDisruptionBudget')[0]!
+  t.same(pdb['spec']['selector']['matchLabels'], labels)
+  t.ok(pdb['spec']['minAvailable'] >= 1 && pdb['spec']['minAvailable'] < proxy['spec']['replicas'], 'one pod may go, one always stays')
+  const service = ofKind('Service')[0]!
+  t.same(service['spec']['selector'], labels)
+  t.equal(service['spec']['ports'][0]['targetPort'], 'http')
+})
+
+t.test('the Dockerfile', async (t) => {
+  const text = readFileSync(join(root, 'Dockerfile'), 'utf8')
+  t.match(text, /^ARG NODE_IMAGE=node:24-trixie-slim$/m, 'Debian 13: glibc 2.41 loads the Node 24 uWS build')
+  t.match(text, /^STOPSIGNAL SIGTERM$/m)
+  t.match(text, /^USER node$/m, 'not root')
+  t.match(text, new RegExp(`^EXPOSE ${config?.server.port}$`, 'm'))
+  t.match(text, /^ENTRYPOINT \["node", "dist\/server\/cli\/service\.js"\]$/m, 'the launcher, which sizes the heap and forwards SIGTERM')
+  t.match(text, /npm prune --omit=dev --omit=optional/, 'no dev dependencies or test runtimes in the image')
+})
