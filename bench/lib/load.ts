@@ -11,7 +11,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { localBin } from '../../test/peers/repo-root.js'
+import { localBin } from '../peers/repo-root.js'
 import { findExecutable } from './executables.js'
 
 const run = promisify(execFile)

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
-import { ChildPeer } from '../../test/peers/child-peer.js'
+import { ChildPeer } from '../peers/child-peer.js'
 import { findExecutable } from './executables.js'
 import { treePeakRssBytes } from './peak-rss.js'
 

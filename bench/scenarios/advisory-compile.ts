@@ -32,7 +32,7 @@ import type { OsvRecord } from '../../engine/advisory/artifact/osv-record.js'
 import { runPackumentPipeline, type PackumentRequest } from '../../engine/packument/pipeline.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
-import { sharedDataDir } from '../../test/peers/shared-data.js'
+import { sharedDataDir } from '../peers/shared-data.js'
 
 const DATA = sharedDataDir()
 const NPM_ZIP = `${DATA}/osv/npm/all.zip`

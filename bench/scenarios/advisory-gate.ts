@@ -29,7 +29,7 @@ import { runPackumentPipeline, type PackumentRequest } from '../../engine/packum
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { createEvaluator } from '../../engine/policy/evaluator.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
-import { sharedDataDir } from '../../test/peers/shared-data.js'
+import { sharedDataDir } from '../peers/shared-data.js'
 
 const DATA = sharedDataDir()
 const NPM_ZIP = `${DATA}/osv/npm/all.zip`

@@ -48,9 +48,9 @@ import { SqsQueue } from '../../engine/queue/sqs-queue.js'
 import { BearerToken } from '../../engine/secret.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
-import { startSqs } from '../../test/peers/sqs.js'
-import { makeTestCa, type TestCa } from '../../test/peers/tls.js'
-import { startVerdaccio, type VerdaccioPeer } from '../../test/peers/verdaccio.js'
+import { startSqs } from '../peers/sqs.js'
+import { makeTestCa, type TestCa } from '../peers/tls.js'
+import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
 
 const MIB = 1024 * 1024

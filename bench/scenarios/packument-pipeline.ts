@@ -21,7 +21,7 @@ import { referenceMerge } from '../../engine/packument/reference.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { syntheticPackument } from '../fixtures/packument/synthetic-packument.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
-import { sharedDataPath } from '../../test/peers/shared-data.js'
+import { sharedDataPath } from '../peers/shared-data.js'
 
 const FIXTURE = sharedDataPath('npm-packuments', 'raw', 'typescript.json.gz')
 const BASELINE = 'JSON.parse+rewrite+stringify'

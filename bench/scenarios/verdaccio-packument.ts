@@ -12,7 +12,7 @@
  * BENCH_CONNECTIONS size the load.
  */
 import { createHash } from 'node:crypto'
-import { FIXTURE_PACKUMENTS, readPackument, type FixturePackumentName } from '../../test/peers/shared-data.js'
+import { FIXTURE_PACKUMENTS, readPackument, type FixturePackumentName } from '../peers/shared-data.js'
 import { loadShapeFromEnv, measureNginxStatic, measureVerdaccioPackument } from '../lib/baselines.js'
 import { loadRows, loadWarnings } from '../lib/load-rows.js'
 import type { Scenario, ScenarioResult } from '../lib/scenario.js'

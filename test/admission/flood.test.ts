@@ -8,10 +8,10 @@ import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { request } from 'undici'
-import { readPackumentBytes } from '../peers/shared-data.js'
-import { makeTestCa } from '../peers/tls.js'
+import { readPackumentBytes } from '../../bench/peers/shared-data.js'
+import { makeTestCa } from '../../bench/peers/tls.js'
 import { startTestProxy } from '../helpers/proxy.js'
-import { RenamablePackument } from './renamable-packument.js'
+import { RenamablePackument } from '../../bench/fixtures/renamable-packument.js'
 
 const CONCURRENCY = 24
 

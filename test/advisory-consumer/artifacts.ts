@@ -12,7 +12,7 @@ import type { Ecosystem } from '../../engine/advisory/artifact/database.js'
 import type { OsvRecord } from '../../engine/advisory/artifact/osv-record.js'
 import type { Clock } from '../../engine/clock.js'
 import { FilesystemObjectStore } from '../../engine/store/filesystem-object-store.js'
-import { sharedDataPath } from '../peers/shared-data.js'
+import { sharedDataPath } from '../../bench/peers/shared-data.js'
 
 const SAMPLES = sharedDataPath('osv', 'npm', 'samples')
 export const LODASH_IDS = ['GHSA-29mw-wpgm-hmr9', 'GHSA-35jh-r3h4-6jhm', 'GHSA-jf85-cpcp-j695', 'GHSA-p6mc-m468-83gw'] as const

@@ -15,7 +15,7 @@ import YAML from 'yaml'
 import yauzl from 'yauzl'
 import type { OsvRecord } from '../../engine/advisory/artifact/osv-record.js'
 import { makeZip } from './zip-writer.js'
-import { sharedDataDir } from '../peers/shared-data.js'
+import { sharedDataDir } from '../../bench/peers/shared-data.js'
 
 export const DATA = sharedDataDir()
 export const NPM_SAMPLES = join(DATA, 'osv/npm/samples')

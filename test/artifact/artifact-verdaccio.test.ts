@@ -12,7 +12,7 @@ import { RecordingLogger } from '../doubles/recording-logger.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import { publishFixture } from '../peers/publish-fixture.js'
-import { startVerdaccio } from '../peers/verdaccio.js'
+import { startVerdaccio } from '../../bench/peers/verdaccio.js'
 import type { SelectedArtifact } from '../../server/routes/artifact-route.js'
 import { decision, startArtifactRoute } from './harness.js'
 

@@ -6,6 +6,7 @@
  * process tracking and coverage hooks (a peer is not code under test).
  */
 import { spawn } from 'node:child_process'
+import { peerEnv } from '../../bench/peers/peer-env.js'
 
 export interface CliRun {
   readonly command: string
@@ -28,16 +29,6 @@ export class CliFailure extends Error {
 }
 
 const INHERITED_CONFIG = /^(npm_|yarn_|pnpm_|berry_|corepack_)/i
-
-/** process.env without tap's hooks (NODE_OPTIONS imports, V8 coverage, its own variables), plus `extra`. */
-export function peerEnv(extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (key === 'NODE_OPTIONS' || key === 'NODE_V8_COVERAGE' || /^_?TAP/i.test(key)) continue
-    env[key] = value
-  }
-  return { ...env, ...extra }
-}
 
 /** peerEnv without any package-manager configuration either. */
 export function cleanEnv(extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv {

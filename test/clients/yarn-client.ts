@@ -7,7 +7,7 @@
  */
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { localBin } from '../peers/repo-root.js'
+import { localBin } from '../../bench/peers/repo-root.js'
 import { cleanEnv, runCli, runCliOrThrow, type CliRun } from './run-cli.js'
 import { npmrcLines, type ClientWorkspace, type RegistryTarget } from './workspace.js'
 import type { NpmRunOptions } from './npm-client.js'

@@ -12,7 +12,7 @@ import { npmInstall, runNpm } from '../clients/npm-client.js'
 import { pnpmInstall } from '../clients/pnpm-client.js'
 import { createClientWorkspace } from '../clients/workspace.js'
 import { publishFixture } from '../peers/publish-fixture.js'
-import { startVerdaccio } from '../peers/verdaccio.js'
+import { startVerdaccio } from '../../bench/peers/verdaccio.js'
 import { startTestProxy } from '../helpers/proxy.js'
 
 t.test('npm and pnpm install through the proxy; a denied version is never installed', async (t) => {

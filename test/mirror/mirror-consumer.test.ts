@@ -20,7 +20,7 @@ import type { MirrorOutcome } from '../../engine/mirror/mirror-worker.js'
 import { QueueFailureReason, type Queue } from '../../engine/queue/queue.js'
 import { SqsQueue } from '../../engine/queue/sqs-queue.js'
 import { MIRROR_QUEUE_ATTRIBUTES_FAILED, MIRROR_QUEUE_NO_REDRIVE, receiveBudget } from '../../server/roles/mirror.js'
-import { startSqs } from '../peers/sqs.js'
+import { startSqs } from '../../bench/peers/sqs.js'
 import { waitFor } from './wait-for.js'
 
 const peer = await startSqs()

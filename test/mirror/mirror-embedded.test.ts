@@ -22,7 +22,7 @@ import { npmInstall } from '../clients/npm-client.js'
 import { createClientWorkspace } from '../clients/workspace.js'
 import { startTestProxy } from '../helpers/proxy.js'
 import { publishFixture } from '../peers/publish-fixture.js'
-import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
+import { startVerdaccio, type VerdaccioPeer } from '../../bench/peers/verdaccio.js'
 import { waitFor } from './wait-for.js'
 
 interface Packument { versions?: Record<string, { dist?: { integrity?: string, shasum?: string, tarball?: string } }> }

@@ -34,9 +34,9 @@ import { MIRROR_COLLISION, MIRROR_JOB_MIRRORED } from '../../engine/mirror/mirro
 import { MIRROR_LISTENING } from '../../server/roles/mirror.js'
 import { freePort } from '../helpers/ports.js'
 import { runService } from '../helpers/service-process.js'
-import { startSqs } from '../peers/sqs.js'
-import { makeTestCa } from '../peers/tls.js'
-import { startVerdaccio } from '../peers/verdaccio.js'
+import { startSqs } from '../../bench/peers/sqs.js'
+import { makeTestCa } from '../../bench/peers/tls.js'
+import { startVerdaccio } from '../../bench/peers/verdaccio.js'
 import { waitFor } from './wait-for.js'
 
 const NAME = 'kill-mid-publish'

@@ -21,8 +21,8 @@ import { startTestProxy } from '../helpers/proxy.js'
 import { freePort } from '../helpers/ports.js'
 import { runService } from '../helpers/service-process.js'
 import { publishFixture } from '../peers/publish-fixture.js'
-import { startSqs } from '../peers/sqs.js'
-import { startVerdaccio } from '../peers/verdaccio.js'
+import { startSqs } from '../../bench/peers/sqs.js'
+import { startVerdaccio } from '../../bench/peers/verdaccio.js'
 import { waitFor } from './wait-for.js'
 
 const sqs = await startSqs({ maxReceiveCount: 3 })

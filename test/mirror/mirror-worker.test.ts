@@ -19,7 +19,7 @@ import { BearerToken } from '../../engine/secret.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import { publishFixture } from '../peers/publish-fixture.js'
-import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
+import { startVerdaccio, type VerdaccioPeer } from '../../bench/peers/verdaccio.js'
 
 interface Dist { integrity?: string, shasum?: string, tarball?: string }
 

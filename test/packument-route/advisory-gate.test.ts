@@ -14,7 +14,7 @@ import { systemClock } from '../../engine/clock.js'
 import { FilesystemObjectStore } from '../../engine/store/filesystem-object-store.js'
 import { artifact } from '../advisory-consumer/artifacts.js'
 import { publishFixture } from '../peers/publish-fixture.js'
-import { startVerdaccio } from '../peers/verdaccio.js'
+import { startVerdaccio } from '../../bench/peers/verdaccio.js'
 import { startTestProxy } from '../helpers/proxy.js'
 
 t.test('DenyIfCve over the artifact Pilot publishes', async (t) => {

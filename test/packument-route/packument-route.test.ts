@@ -7,8 +7,8 @@ import t from 'tap'
 import { request } from 'undici'
 import { startMisbehavingUpstream } from '../peers/misbehaving-upstream.js'
 import { publishFixture } from '../peers/publish-fixture.js'
-import { makeTestCa } from '../peers/tls.js'
-import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
+import { makeTestCa } from '../../bench/peers/tls.js'
+import { startVerdaccio, type VerdaccioPeer } from '../../bench/peers/verdaccio.js'
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js'
 
 interface Packument {

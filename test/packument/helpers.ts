@@ -5,7 +5,7 @@ import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { decision } from '../helpers/decisions.js'
 
 export { decision }
-import { sharedDataPath } from '../peers/shared-data.js'
+import { sharedDataPath } from '../../bench/peers/shared-data.js'
 
 export const PACKUMENT_DIR = sharedDataPath('npm-packuments', 'raw')
 

@@ -10,7 +10,7 @@ import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { Agent, type Dispatcher } from 'undici'
-import type { TestCa } from './tls.js'
+import type { TestCa } from '../../bench/peers/tls.js'
 
 type Body = string | Uint8Array
 type Headers = Readonly<Record<string, string>>

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path'
 import { runNpm } from '../clients/npm-client.js'
 import type { CliRun } from '../clients/run-cli.js'
 import { createClientWorkspace } from '../clients/workspace.js'
-import type { VerdaccioPeer } from './verdaccio.js'
+import type { VerdaccioPeer } from '../../bench/peers/verdaccio.js'
 
 export interface FixturePackage {
   readonly name: string

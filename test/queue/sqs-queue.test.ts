@@ -7,7 +7,7 @@ import t from 'tap'
 import { isServiceError } from '../../engine/errors.js'
 import { SqsQueue } from '../../engine/queue/sqs-queue.js'
 import { QueueFailureReason } from '../../engine/queue/queue.js'
-import { startSqs } from '../peers/sqs.js'
+import { startSqs } from '../../bench/peers/sqs.js'
 import { queueSuite, rejectsWithReason } from './queue.suite.js'
 
 const peer = await startSqs()

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { loadRows, loadWarnings, type MeasuredServer } from '../../bench/lib/load-rows.js'
 import { peakRssBytes, processTree, treePeakRssBytes } from '../../bench/lib/peak-rss.js'
 import { formatScenario } from '../../bench/lib/report.js'
-import { ChildPeer } from '../peers/child-peer.js'
+import { ChildPeer } from '../../bench/peers/child-peer.js'
 
 const measured = (rps: number, mbps: number, p99: number, rss: number | undefined): MeasuredServer => ({
   load: { tool: 'wrk', requests: rps * 8, requestsPerSecond: rps, bytesPerSecond: mbps * 1e6, p99Ms: p99, non2xx: 0, errors: 0 },

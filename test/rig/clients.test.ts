@@ -3,7 +3,7 @@ import { pnpmInstall } from '../clients/pnpm-client.js'
 import { createClientWorkspace, nerfDart, npmrcLines } from '../clients/workspace.js'
 import { yarnInstall } from '../clients/yarn-client.js'
 import { publishFixture } from '../peers/publish-fixture.js'
-import { startVerdaccio } from '../peers/verdaccio.js'
+import { startVerdaccio } from '../../bench/peers/verdaccio.js'
 
 t.test('npmrc lines key the token by the registry path', async (t) => {
   t.equal(nerfDart('http://127.0.0.1:4873/js/'), '//127.0.0.1:4873/js/')

@@ -1,9 +1,9 @@
 import t from 'tap'
 import { request } from 'undici'
 import { gunzipSync } from 'node:zlib'
-import { readPackument } from '../peers/shared-data.js'
+import { readPackument } from '../../bench/peers/shared-data.js'
 import { startMisbehavingUpstream } from '../peers/misbehaving-upstream.js'
-import { makeTestCa } from '../peers/tls.js'
+import { makeTestCa } from '../../bench/peers/tls.js'
 
 const BODY = JSON.stringify({ name: 'slow-doc', versions: {}, padding: 'x'.repeat(2000) })
 

@@ -2,7 +2,7 @@ import t from 'tap'
 import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { readPackument, readPackumentBytes, sharedDataDir } from '../peers/shared-data.js'
+import { readPackument, readPackumentBytes, sharedDataDir } from '../../bench/peers/shared-data.js'
 
 t.test('the shared data folder sits beside the repository unless SHARED_DATA_DIR says otherwise', async (t) => {
   t.ok(existsSync(join(sharedDataDir(), 'README.md')), `README.md in ${sharedDataDir()}`)

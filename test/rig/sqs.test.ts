@@ -3,7 +3,7 @@ import {
   ChangeMessageVisibilityCommand, DeleteMessageCommand, GetQueueAttributesCommand, GetQueueUrlCommand,
   ReceiveMessageCommand, SendMessageCommand,
 } from '@aws-sdk/client-sqs'
-import { startSqs } from '../peers/sqs.js'
+import { startSqs } from '../../bench/peers/sqs.js'
 
 t.test('SQS peer: a queue with a redrive policy to a dead-letter queue', async (t) => {
   const sqs = await startSqs({ queueName: 'rig-jobs', maxReceiveCount: 2 })

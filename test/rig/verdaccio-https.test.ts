@@ -3,7 +3,7 @@ import { Agent, request } from 'undici'
 import { npmInstall } from '../clients/npm-client.js'
 import { createClientWorkspace } from '../clients/workspace.js'
 import { publishFixture } from '../peers/publish-fixture.js'
-import { startVerdaccio } from '../peers/verdaccio.js'
+import { startVerdaccio } from '../../bench/peers/verdaccio.js'
 
 t.test('the public-role Verdaccio serves https with its own CA', async (t) => {
   const registry = await startVerdaccio({ role: 'public' })

@@ -3,7 +3,7 @@ import { request } from 'undici'
 import { npmInstall } from '../clients/npm-client.js'
 import { createClientWorkspace } from '../clients/workspace.js'
 import { publishFixture } from '../peers/publish-fixture.js'
-import { startVerdaccio } from '../peers/verdaccio.js'
+import { startVerdaccio } from '../../bench/peers/verdaccio.js'
 
 t.test('npm publishes a fixture to a private Verdaccio and npm installs it back', async (t) => {
   const registry = await startVerdaccio({ role: 'private' })

@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap'
 import { Client, request } from 'undici'
 import { startMisbehavingUpstream, type MisbehavingUpstream } from '../peers/misbehaving-upstream.js'
-import { makeTestCa, type TestCa } from '../peers/tls.js'
+import { makeTestCa, type TestCa } from '../../bench/peers/tls.js'
 import { freePort } from '../helpers/ports.js'
 import { runService, type ServiceRun } from '../helpers/service-process.js'
 

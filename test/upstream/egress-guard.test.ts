@@ -8,7 +8,7 @@ import type { LookupAddress } from 'node:dns'
 import { isServiceError } from '../../engine/errors.js'
 import { EgressGuard, checkTarballAuthority, embeddedIpv4 } from '../../engine/upstream/egress-guard.js'
 import { METADATA_FETCH_FAILED } from '../../engine/upstream/upstream-client.js'
-import { makeTestCa, type TestCa } from '../peers/tls.js'
+import { makeTestCa, type TestCa } from '../../bench/peers/tls.js'
 import { codeOf, makeClient, startServer } from './servers.js'
 
 function syncCode(fn: () => unknown): string {

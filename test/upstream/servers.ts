@@ -11,7 +11,7 @@ import { isServiceError } from '../../engine/errors.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient, type UpstreamClientOptions } from '../../engine/upstream/upstream-client.js'
-import type { TestCa } from '../peers/tls.js'
+import type { TestCa } from '../../bench/peers/tls.js'
 
 export interface SeenRequest {
   readonly method: string
