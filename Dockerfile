@@ -13,8 +13,8 @@ COPY workers workers
 COPY server server
 COPY bench bench
 # npm ci runs `prepare` (the TypeScript build into dist/); then drop what only development needs:
-# dev dependencies and the optional Node 24 test binary.
-RUN npm ci && npm prune --omit=dev --omit=optional
+# the dev dependencies.
+RUN npm ci && npm prune --omit=dev
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production

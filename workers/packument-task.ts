@@ -90,3 +90,6 @@ export default async function packumentTask(task: PackumentTaskInput): Promise<M
     reportHeap()
   }
 }
+
+// The pool's second task (piscina `name: 'compressTask'`): one pool, one sizing.
+export { compressTask } from './compress-task.js'

@@ -27,6 +27,8 @@ export const DEFAULT_ASSEMBLED_TTL_MS = 5 * 60 * 1000
 export interface AssembledResponse {
   readonly body: Uint8Array
   readonly etag: string
+  /** The body's content coding; absent is identity. A coded form is retained beside the identity one (its own key). */
+  readonly coding?: 'br' | 'gzip'
 }
 
 // NUL never appears in a package name, file name, form or generation, so joined keys cannot collide.
@@ -48,6 +50,7 @@ export function assembledSize(value: AssembledResponse): number {
 export class CachedStore<V> {
   #store: RetentionStore<V>
   #collapser: RequestCollapser<V>
+  #derived: RequestCollapser<V>
   #counters: StoreCounters
 
   constructor(store: RetentionStore<V>, counters: StoreCounters) {
@@ -57,6 +60,17 @@ export class CachedStore<V> {
       counts: { miss: () => { counters.miss++ }, collapsed: () => { counters.collapsed++ } },
       onValue: (key, value) => { store.set(key, value) },
     })
+    this.#derived = new RequestCollapser<V>({ onValue: (key, value) => { store.set(key, value) } })
+  }
+
+  /**
+   * Leads or joins the load of a value derived from another this request has
+   * already looked up (a coded form of an assembled answer), retained like
+   * any other. Not counted: the source lookup counted the request once
+   * (SPEC.md 6.3), and the caller's `peek` of `key` counted a hit.
+   */
+  async loadDerived(key: string, load: Load<V>, signal?: AbortSignal): Promise<V> {
+    return this.#store.get(key) ?? this.#derived.run(key, load, signal)
   }
 
   /** The retained value (counted as a hit), or undefined (counted as nothing: the caller's load counts). */

@@ -20,6 +20,7 @@ import { isServiceError, ServiceError } from '../errors.js'
 import type { Admission } from '../memory/gate.js'
 import { PAUSE_CAP_UPSTREAM_READ_MS, REQUEST_TIMEOUT_MS } from '../memory/gate.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
+import { codedEtag, COMPRESS_MIN_BYTES, type ContentCoding } from './content-coding.js'
 import { withholdingError, type SelectedVersion } from './merge.js'
 import type { PackumentOutcome } from './pipeline.js'
 import type { StructureLimits } from './scanner.js'
@@ -58,12 +59,16 @@ export interface PackumentServiceOptions {
   readonly generation: () => number
   /** Decisions the main thread must see (outage tracking). */
   readonly observe: (outcome: PackumentOutcome, packageName: string) => void
+  /** Codes an assembled body (in production a pool task); without it every answer is identity. */
+  readonly compress?: (body: Uint8Array, coding: Exclude<ContentCoding, 'identity'>, signal: AbortSignal) => Promise<Uint8Array>
 }
 
 export interface PackumentRequest {
   /** The decoded package name. */
   readonly packageName: string
   readonly abbreviated: boolean
+  /** The content coding the client takes (negotiated by the route); default identity. */
+  readonly coding?: ContentCoding
   readonly admission: Admission
   readonly signal: AbortSignal
 }
@@ -97,12 +102,32 @@ export class PackumentService {
     this.#o = options
   }
 
-  /** The assembled answer (from the store, or led or joined). */
+  /**
+   * The assembled answer (from the store, or led or joined), in the request's
+   * coding when it takes one and the body is worth coding. The coded form is
+   * retained beside the identity one under its own key, so a warm hit costs
+   * no compression; it is coded once from the identity form, which is what
+   * the gate and the render produced.
+   */
   async assemble(request: PackumentRequest): Promise<AssembledResponse> {
-    const { ecosystem, cache, generation } = this.#o
+    const { ecosystem, cache, generation, compress } = this.#o
     const form = request.abbreviated ? 'abbreviated' : 'full'
-    const key = assembledKey(ecosystem, request.packageName, form, generation())
-    return cache.assembled.load(key, (signal) => this.#load(request, signal), request.signal)
+    // One generation for both forms: a swap between the two lookups must not retain old bytes under the new key.
+    const current = generation()
+    const coding = request.coding ?? 'identity'
+    const codedKey = coding === 'identity' || compress === undefined ? undefined : assembledKey(ecosystem, request.packageName, `${form}+${coding}`, current)
+    if (codedKey !== undefined) {
+      const hit = cache.assembled.peek(codedKey)
+      if (hit !== undefined) return hit
+    }
+    const identity = await cache.assembled.load(assembledKey(ecosystem, request.packageName, form, current), (signal) => this.#load(request, signal), request.signal)
+    if (codedKey === undefined || compress === undefined || coding === 'identity' || identity.body.byteLength < COMPRESS_MIN_BYTES) return identity
+    return cache.assembled.loadDerived(codedKey, async (signal) => {
+      // The copy handed to the pool thread is this request's to carry while it is coded.
+      await request.admission.charge(identity.body.byteLength, { timeoutMs: REQUEST_TIMEOUT_MS, signal })
+      const body = await compress(identity.body, coding, signal)
+      return { body, etag: codedEtag(identity.etag, coding), coding }
+    }, request.signal)
   }
 
   /** Reads the selected version for an artifact file name, fetching the public document when the store lacks it. */

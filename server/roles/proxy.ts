@@ -32,6 +32,7 @@ import { SqsQueue } from '../../engine/queue/sqs-queue.js'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
 import { EnqueueBuffer } from '../../engine/mirror/enqueue-buffer.js'
 import { DroppedVersionRecord } from '../../engine/packument/dropped-versions.js'
+import { runCompressTask } from '../../workers/compress-client.js'
 import { runPackumentTask } from '../../workers/packument-client.js'
 import { heapReportWorkerData } from '../../workers/heap-report.js'
 import { createArtifactHandler } from '../routes/artifact-route.js'
@@ -153,6 +154,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
         policy.observe(outcome)
         if (outcome.counts.dropped > 0) dropped.record(packageName, outcome.dropped, outcome.counts.dropped)
       },
+      compress: (body, coding, signal) => runCompressTask(pool, body, coding, signal),
       render: (job) => runPackumentTask(pool, {
         packageName: job.packageName,
         privateEtag: job.privateEtag,

@@ -2,7 +2,9 @@
  * `GET /js/{package}` on the front door (SPEC.md 4.1, 4.2): validate the name
  * (a bad one is a 404 envelope, never an upstream request), take the memory
  * gate's entry step, assemble, and answer the full or abbreviated form with
- * the document's own strong ETag (a matching `If-None-Match` is a 304).
+ * the document's own strong ETag (a matching `If-None-Match` is a 304), in
+ * the content coding `Accept-Encoding` asks for (br or gzip; each coding has
+ * its own ETag; `Vary: Accept, Accept-Encoding`).
  * However the exchange ends, the upstream work is aborted and every charge
  * returns.
  */
@@ -11,6 +13,7 @@ import type { Logger } from '../../engine/log/logger.js'
 import type { Admission, AdmissionGate } from '../../engine/memory/gate.js'
 import { validatePackageName } from '../../engine/npm/names.js'
 import { ABBREVIATED_MEDIA_TYPE } from '../../engine/packument/abbreviated-fields.js'
+import { negotiateCoding } from '../../engine/packument/content-coding.js'
 import type { PackumentService } from '../../engine/packument/packument-service.js'
 import type { Exchange } from '../http/exchange.js'
 
@@ -44,6 +47,7 @@ export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exc
       return
     }
     const abbreviated = (ex.header('accept') ?? '').includes(ABBREVIATED_MEDIA_TYPE)
+    const coding = negotiateCoding(ex.header('accept-encoding'))
     const ifNoneMatch = ex.header('if-none-match')
     const controller = new AbortController()
     let admission: Admission | undefined
@@ -54,12 +58,13 @@ export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exc
     try {
       admission = await gate.enter(controller.signal)
       if (ex.closed) return
-      const assembled = await service.assemble({ packageName, abbreviated, admission, signal: controller.signal })
-      const headers = {
+      const assembled = await service.assemble({ packageName, abbreviated, coding, admission, signal: controller.signal })
+      const headers: Record<string, string> = {
         etag: assembled.etag,
-        vary: 'Accept',
+        vary: 'Accept, Accept-Encoding',
         'cache-control': 'no-cache',
       }
+      if (assembled.coding !== undefined) headers['content-encoding'] = assembled.coding
       if (etagMatches(ifNoneMatch, assembled.etag)) {
         ex.respond(304, headers, undefined, { head: true })
         return
