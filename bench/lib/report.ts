@@ -3,7 +3,7 @@
  * baseline's figure from the same run, and the ratio project ÷ baseline.
  * An unavailable baseline prints its reason in place of a figure.
  */
-import type { Measurement, Row, ScenarioResult } from './scenario.js'
+import type { Goal, Measurement, Row, ScenarioResult } from './scenario.js'
 
 const MIB = 1024 * 1024
 
@@ -19,12 +19,57 @@ function formatMeasurement(m: Measurement): string {
   return `${formatNumber(m.value)} ${m.unit}`
 }
 
+/** How much better the project is than the baseline, in the better direction (above 1 is better); undefined when it cannot be read. */
+export function goodnessOf(project: Measurement, baseline: Measurement): number | undefined {
+  if (baseline.value === 0 || project.value === 0) return undefined
+  const r = project.value / baseline.value
+  return project.better === 'higher' ? r : 1 / r
+}
+
 function ratio(project: Measurement, baseline: Measurement): string {
   if (baseline.value === 0) return 'n/a'
   const r = project.value / baseline.value
-  // Read as "how much better": above 1 is better for either direction.
-  const goodness = project.better === 'higher' ? r : 1 / r
+  const goodness = goodnessOf(project, baseline) ?? 0
   return `${r.toFixed(2)}x (${goodness >= 1 ? 'better' : 'worse'})`
+}
+
+/** One line of the closing summary: a row with a goal. */
+export interface SummaryLine {
+  readonly scenario: string
+  readonly metric: string
+  readonly project: Measurement
+  readonly baseline: string
+  readonly baselineFigure: Measurement | string
+  readonly ratio: number | undefined
+  readonly goal: Goal
+  readonly met: boolean | undefined
+}
+
+export function summaryLines(scenario: string, result: ScenarioResult): SummaryLine[] {
+  return result.rows.flatMap((row) => {
+    if (row.goal === undefined) return []
+    const base = row.baselines[row.goal.baseline] ?? 'not measured'
+    const goodness = typeof base === 'string' ? undefined : goodnessOf(row.project, base)
+    return [{
+      scenario, metric: row.metric, project: row.project, baseline: row.goal.baseline, baselineFigure: base,
+      ratio: typeof base === 'string' || base.value === 0 ? undefined : row.project.value / base.value,
+      goal: row.goal, met: goodness === undefined ? undefined : goodness >= row.goal.goodness,
+    }]
+  })
+}
+
+/** The table `npm run bench` prints last: figure, baseline, ratio, goal, met or not. */
+export function formatSummary(lines: readonly SummaryLine[]): string {
+  if (lines.length === 0) return '== summary: no scenario run states a goal'
+  const header = ['scenario', 'metric', 'project', 'baseline', 'ratio', 'goal', 'met']
+  const table = lines.map((l) => [
+    l.scenario, l.metric, formatMeasurement(l.project),
+    typeof l.baselineFigure === 'string' ? `${l.baseline}: unavailable` : `${l.baseline}: ${formatMeasurement(l.baselineFigure)}`,
+    l.ratio === undefined ? 'n/a' : `${l.ratio.toFixed(2)}x`, l.goal.text, l.met === undefined ? 'unknown' : l.met ? 'met' : 'NOT MET',
+  ])
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => (r[i] ?? '').length)))
+  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ').trimEnd()
+  return ['== summary', line(header), widths.map((w) => '-'.repeat(w)).join('-|-'), ...table.map(line)].join('\n')
 }
 
 function baselineNames(rows: readonly Row[]): string[] {

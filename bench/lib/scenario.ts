@@ -19,6 +19,22 @@ export interface Row {
   readonly project: Measurement
   /** Baselines by name ('nginx', 'verdaccio', 'JSON.parse+stringify'); a string says why it is unavailable. */
   readonly baselines: Readonly<Record<string, Measurement | string>>
+  /** The figure this row must reach, read against one baseline (the summary table says met or not). */
+  readonly goal?: Goal
+}
+
+/**
+ * A goal as "at least `goodness` times as good as `baseline`": goodness is the
+ * ratio read in the better direction (project ÷ baseline when higher is
+ * better, baseline ÷ project when lower is), so 0.9 against nginx throughput
+ * is "at least 0.9x nginx" and 1/1.2 against nginx p99 is "at most 1.2x its
+ * p99".
+ */
+export interface Goal {
+  readonly baseline: string
+  readonly goodness: number
+  /** How the goal reads, e.g. '>= 0.9x nginx'. */
+  readonly text: string
 }
 
 export interface ScenarioResult {

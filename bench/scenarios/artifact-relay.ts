@@ -230,8 +230,9 @@ const scenario: Scenario = {
           })
           const throughput = (x: Median): Measurement => measurement('MB/s', 'higher', x.bytesPerSecond / MB)
           const p99 = (x: Median): Measurement => measurement('ms', 'lower', x.p99Ms)
-          rows.push({ metric: `${label} throughput`, project: throughput(own), baselines: baselines(throughput) })
-          rows.push({ metric: `${label} p99 latency`, project: p99(own), baselines: baselines(p99) })
+          // Issue 18: at least 0.9x nginx's throughput and at most 1.2x its p99 at every point.
+          rows.push({ metric: `${label} throughput`, project: throughput(own), baselines: baselines(throughput), goal: { baseline: 'nginx', goodness: 0.9, text: '>= 0.9x nginx' } })
+          rows.push({ metric: `${label} p99 latency`, project: p99(own), baselines: baselines(p99), goal: { baseline: 'nginx', goodness: 1 / 1.2, text: '<= 1.2x nginx' } })
         }
       }
 
@@ -246,6 +247,7 @@ const scenario: Scenario = {
         metric: `RSS growth, ${SLOW_CLIENTS} slow clients reading ${big.label}`,
         project: measurement('MiB', 'lower', growth / MIB),
         baselines: { target: measurement('MiB', 'lower', RSS_TARGET_GROWTH / MIB) },
+        goal: { baseline: 'target', goodness: 1, text: `<= ${RSS_TARGET_GROWTH / MIB} MiB` },
       })
       notes.push(
         `slow clients: ${SLOW_CLIENTS} connections reading about ${SLOW_RATE / 1024} KiB/s each for ${SLOW_SECONDS} s (${(slow.bytes / MIB).toFixed(0)} MiB read in all); RSS ${(slow.before / MIB).toFixed(1)} MiB before, ${(slow.peak / MIB).toFixed(1)} MiB at peak; target growth under ${RSS_TARGET_GROWTH / MIB} MiB: ${growth < RSS_TARGET_GROWTH ? 'met' : 'MISSED'}`,

@@ -114,6 +114,8 @@ function throughputRows(label: string, bytes: Uint8Array, name: string, iteratio
       metric: `${label} ${(bytes.length / 1e6).toFixed(1)} MB, ${abbreviated ? 'abbreviated' : 'full'} form`,
       project: { unit: 'MB/s', better: 'higher', value: mbps(engineMs) },
       baselines: { [BASELINE]: { unit: 'MB/s', better: 'higher', value: mbps(baselineMs) } },
+      // Issue 18: 3x the parse + rewrite + stringify baseline on one core, both forms.
+      goal: { baseline: BASELINE, goodness: 3, text: '>= 3x' },
     })
   }
   return rows
