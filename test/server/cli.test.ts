@@ -52,6 +52,7 @@ t.test('check-config refuses exactly what boot refuses: exit 2 and the same repo
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   // Each document was once refused only when the proxy started, after check-config had passed it.
   const documents: Record<string, string> = {
+    publish: 'mounts: { js: { publish: { target: "https://publish.example/", scopes: ["@acme"] } } }\n',
     'upstream-query': 'mounts: { js: { upstreams: { private: { url: "https://private.example/npm/?shard=2" } } } }\n',
     'upstream-fragment': 'mounts: { js: { upstreams: { private: { url: "https://private.example/npm/#top" } } } }\n',
     'internal-range': 'mounts: { js: { upstreams: { public: { allowInternalRanges: ["127.0.0.0/33", "localhost"] } } } }\n',

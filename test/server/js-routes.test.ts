@@ -20,13 +20,6 @@ const cases: [string, string, unknown][] = [
   ['GET', '/js/@types%2Fnode', { kind: 'packument', package: '@types%2Fnode' }],
   ['GET', '/js/@types/node', { kind: 'packument', package: '@types%2fnode' }],
   ['PUT', '/js/@acme/pkg', { kind: 'publish', package: '@acme%2fpkg' }],
-  // npm unpublish's writes (libnpmpublish): made at the publication target, 501.
-  ['DELETE', '/js/@acme%2fpkg/-rev/3-abc', { kind: 'metadata_change', package: '@acme%2fpkg' }],
-  ['PUT', '/js/lodash/-rev/3-abc', { kind: 'metadata_change', package: 'lodash' }],
-  ['DELETE', '/js/@acme/pkg/-/pkg-1.0.0.tgz/-rev/4-def', { kind: 'metadata_change', package: '@acme%2fpkg' }],
-  ['GET', '/js/lodash/-rev/3-abc', { kind: 'not_found' }],
-  ['DELETE', '/js/lodash/-rev/', { kind: 'not_found' }],
-  ['DELETE', '/js/lodash', { kind: 'not_found' }],
   ['GET', '/js/lodash/-/lodash-4.17.21.tgz', { kind: 'artifact', package: 'lodash', filename: 'lodash-4.17.21.tgz' }],
   ['HEAD', '/js/@types%2Fnode/-/node-20.0.0.tgz', { kind: 'artifact', package: '@types%2Fnode', filename: 'node-20.0.0.tgz' }],
   ['GET', '/js/@types/node/-/node-20.0.0.tgz', { kind: 'artifact', package: '@types%2fnode', filename: 'node-20.0.0.tgz' }],
