@@ -19,7 +19,7 @@ import { treePeakRssBytes } from './peak-rss.js'
 
 export type NginxSite =
   /** Files under `root`, by path; files without an extension are served as `defaultType`. */
-  | { readonly kind: 'static', readonly root: string, readonly defaultType?: string }
+  | { readonly kind: 'static', readonly root: string, readonly defaultType?: string, readonly gzipStatic?: boolean }
   /** A relay to `origin` (e.g. `http://127.0.0.1:4000`) with a keep-alive pool and PEERS.md's buffer tuning. */
   | { readonly kind: 'relay', readonly origin: string }
 
@@ -90,7 +90,7 @@ async function startOnce(binary: string, site: NginxSite, options: NginxOptions,
 function nginxConfig(dir: string, port: number, site: NginxSite, options: NginxOptions): string {
   const temp = join(dir, 'temp')
   const location = site.kind === 'static'
-    ? `root ${site.root};\n      default_type ${site.defaultType ?? 'application/octet-stream'};\n      location / { try_files $uri =404; }`
+    ? `root ${site.root};\n      default_type ${site.defaultType ?? 'application/octet-stream'};\n      ${site.gzipStatic === true ? 'gzip_static on; gzip_vary on;\n      ' : ''}location / { try_files $uri =404; }`
     : `location / {
         proxy_pass http://origin;
         proxy_http_version 1.1;
