@@ -69,6 +69,8 @@ export interface Withholding {
   readonly code: 'ADVISORY_UNAVAILABLE' | 'ADVISORY_EXPIRED' | 'POLICY_WITHHELD'
   readonly ageSeconds?: number
   readonly maxAgeSeconds?: number
+  /** POLICY_WITHHELD: how many public versions each cause withheld, for the envelope's sentence (issue 17 item 5). */
+  readonly causes?: Readonly<Record<string, number>>
 }
 
 /**
@@ -276,10 +278,15 @@ function decodeSlice(index: PackumentIndex, start: number, end: number, plain: b
 function withholdingOf(decisions: readonly Decision[], unservable: number): Withholding | undefined {
   let expired: Decision | undefined
   let denied = unservable > 0
+  const causes: Record<string, number> = unservable > 0 ? { unservable } : {}
   for (const decision of decisions) {
     if (decision.verdict === 'unavailable') return { code: 'ADVISORY_UNAVAILABLE' }
     if (decision.verdict === 'expired') expired ??= decision
-    else denied = true
+    else {
+      denied = true
+      const cause = decision.reason === 'cve' || decision.reason === 'epss' || decision.reason === 'identity' ? decision.reason : 'not_admitted'
+      causes[cause] = (causes[cause] ?? 0) + 1
+    }
   }
   if (expired !== undefined) {
     return {
@@ -288,7 +295,21 @@ function withholdingOf(decisions: readonly Decision[], unservable: number): With
       ...(expired.maxAgeSeconds === undefined ? {} : { maxAgeSeconds: expired.maxAgeSeconds }),
     }
   }
-  return denied ? { code: 'POLICY_WITHHELD' } : undefined
+  return denied ? { code: 'POLICY_WITHHELD', causes } : undefined
+}
+
+const CAUSE_WORDS: Readonly<Record<string, string>> = {
+  cve: 'with known advisories (DenyIfCve)',
+  epss: 'with advisories above the exploit-probability threshold (DenyIfEpss)',
+  identity: 'denied by name and version (DenyIdentity)',
+  not_admitted: 'in quarantine or admitted by no rule (ask for one version\'s tarball to see when it is admitted)',
+  unservable: 'unservable (an unreadable or disagreeing key, or no usable integrity digest)',
+}
+
+/** 'every public version is withheld by policy: 2 with known advisories (DenyIfCve), 1 ...' */
+export function withholdingSentence(causes: Readonly<Record<string, number>>): string {
+  const parts = Object.entries(causes).filter(([, n]) => n > 0).map(([cause, n]) => `${n} ${CAUSE_WORDS[cause] ?? cause}`)
+  return parts.length === 0 ? 'withheld by policy' : `every public version is withheld by policy: ${parts.join(', ')}`
 }
 
 export function planMerge(input: MergeInput): MergePlan {
@@ -511,6 +532,9 @@ export function withholdingError(withholding: Withholding | undefined): ServiceE
       message: `the advisory database push is ${withholding.ageSeconds} s old, past its maximum age of ${withholding.maxAgeSeconds} s`,
       data: { ageSeconds: withholding.ageSeconds, maxAgeSeconds: withholding.maxAgeSeconds },
     })
+  }
+  if (withholding.code === 'POLICY_WITHHELD' && withholding.causes !== undefined) {
+    return new ServiceError('POLICY_WITHHELD', { message: withholdingSentence(withholding.causes), data: { causes: withholding.causes } })
   }
   return new ServiceError(withholding.code)
 }

@@ -189,6 +189,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       },
       evaluate: (facts) => policy.evaluator.evaluate(facts, 'admission'),
       observe: policy.observeDecision,
+      rules: jsMount.rules,
       integrityFloor: jsMount.integrityFloor,
       enqueue: enqueueBuffer === undefined || jsMount.mirror === undefined ? noMirror : enqueueBuffer.enqueue,
       logger,

@@ -39,6 +39,8 @@ import { checkIntegrityFloor, type IntegrityAlgorithm } from '../../engine/mirro
 import { checkMirrorJob, type MirrorJob } from '../../engine/mirror/mirror-job.js'
 import { validateArtifactFilename, validatePackageName } from '../../engine/npm/names.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import { explainRefusal, type Explanation } from '../../engine/policy/explain.js'
+import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import { BearerToken } from '../../engine/secret.js'
 import type { ArtifactResponse } from '../../engine/upstream/http1/artifact-response.js'
 import { authorityOf } from '../../engine/upstream/egress-guard.js'
@@ -76,6 +78,8 @@ export interface ArtifactRouteDeps {
   selectVersion(packageName: string, filename: string, signal: AbortSignal): Promise<SelectedArtifact | undefined>
   /** The mount's admission-phase gate (main thread). */
   evaluate(facts: VersionFacts): Decision
+  /** The mount's rule list, for refusals that explain themselves; without it a deny says only 'withheld by policy'. */
+  rules?: readonly RuleConfig[]
   /** Feeds the advisory outage tracker and the skipped-check record (SPEC.md 3.3, 6.2); call it for every public decision. */
   observe(facts: VersionFacts, decision: Decision): void
   integrityFloor: IntegrityAlgorithm
@@ -103,13 +107,23 @@ export function clientBearer(authorization: string | undefined): BearerToken | u
   return match?.[1] === undefined ? undefined : new BearerToken(match[1])
 }
 
-/** The serve error model answer for an admission decision other than admit (SPEC.md 3.5, 7.1). */
-export function refusalOf(decision: Decision): ServiceError | undefined {
+/**
+ * The serve error model answer for an admission decision other than admit
+ * (SPEC.md 3.5, 7.1). A deny carries the explanation's sentence as its
+ * envelope text, which npm prints (issue 17 item 5).
+ */
+export function refusalOf(decision: Decision, explained?: Explanation): ServiceError | undefined {
   switch (decision.verdict) {
     case 'admit':
       return undefined
     case 'deny':
-      return new ServiceError('POLICY_WITHHELD', { data: { rule: decision.rule ?? 'default', reason: decision.reason } })
+      return new ServiceError('POLICY_WITHHELD', {
+        ...(explained === undefined ? {} : { message: explained.message }),
+        data: {
+          rule: decision.rule ?? 'default', reason: decision.reason,
+          ...(explained?.admittedFrom === undefined ? {} : { admittedFrom: explained.admittedFrom }),
+        },
+      })
     case 'unavailable':
       return new ServiceError('ADVISORY_UNAVAILABLE', { data: { reason: decision.reason } })
     case 'expired': {
@@ -267,7 +281,7 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
     const facts: VersionFacts = { ecosystem: deps.ecosystem, name, version: selected.version, publishedAt: selected.publishedAt }
     const decision = deps.evaluate(facts)
     deps.observe(facts, decision)
-    const refusal = refusalOf(decision)
+    const refusal = refusalOf(decision, deps.rules === undefined ? undefined : explainRefusal(decision, facts, deps.rules, clock.now()))
     if (refusal !== undefined) {
       refuse(exchange, refusal, name, selected.version)
       return

@@ -64,6 +64,7 @@ t.test('npm and pnpm install through the proxy; a denied version is never instal
   t.test('the denied tarball is refused even when asked for directly', async (t) => {
     const res = await proxy.get('/js/e2e-util/-/e2e-util-1.2.0.tgz')
     t.equal(res.status, 403)
+    t.same(res.json(), { error: 'e2e-util@1.2.0 is denied by name and version: DenyIdentity (rule 1) lists it' }, 'the envelope names the rule (issue 17 item 5)')
     const head = await proxy.fetch('HEAD', '/js/e2e-util/-/e2e-util-1.2.0.tgz')
     t.equal(head.status, 403)
   })

@@ -129,8 +129,9 @@ t.test('when nothing survives, the most recoverable cause wins', async (t) => {
   const byVersion = (map: Record<string, Decision>) => (f: VersionFacts) => map[f.version]!
   const denied = run({ packageName: 'p', decide: () => decision('deny') }, undefined, pub)
   t.equal(denied.body, undefined)
-  t.same(denied.withholding, { code: 'POLICY_WITHHELD' })
+  t.same(denied.withholding, { code: 'POLICY_WITHHELD', causes: { not_admitted: 3 } })
   t.equal(withholdingError(denied.withholding)?.status, 403)
+  t.equal(withholdingError(denied.withholding)?.message, 'every public version is withheld by policy: 3 in quarantine or admitted by no rule (ask for one version\'s tarball to see when it is admitted)', 'the envelope says why (issue 17 item 5)')
   const expired = run({
     packageName: 'p',
     decide: byVersion({ '1.0.0': decision('deny'), '1.1.0': decision('expired', { ageSeconds: 700000, maxAgeSeconds: 518400 }), '1.2.0': decision('deny') }),
@@ -263,7 +264,7 @@ t.test('public keys an npm client reads as another version, or no version, are d
   const onlyAliases = run({ packageName: 'p' }, undefined, packument('p', ['v1.0.0', '01.0.0']))
   t.equal(outcome.withholding, undefined)
   t.equal(onlyAliases.body, undefined, 'nothing survives')
-  t.same(onlyAliases.withholding, { code: 'POLICY_WITHHELD' }, 'withheld (403), not an empty document')
+  t.same(onlyAliases.withholding, { code: 'POLICY_WITHHELD', causes: { unservable: 2 } }, 'withheld (403), not an empty document')
 })
 
 t.test('a public key naming a version the private side names under an alias is shadowed, not gated', async (t) => {
@@ -351,7 +352,7 @@ t.test('one file name, one verdict: an admitted version whose tarball has the fi
     versions: { '1.0.0': versions['1.0.0'], '2.0.0': versions['2.0.0'] },
   }))
   t.equal(alone.body, undefined, 'nothing else survives: withheld')
-  t.same(alone.withholding, { code: 'POLICY_WITHHELD' })
+  t.match(alone.withholding, { code: 'POLICY_WITHHELD' })
 })
 
 t.test('npm\'s own picker (npm-pick-manifest, as pacote runs it) finds no manifest the gate did not judge in the synthesized document', async (t) => {

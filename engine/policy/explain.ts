@@ -1,0 +1,85 @@
+/**
+ * Refusals that explain themselves (issue 17 item 5): the words a developer
+ * reads when npm prints a 403 envelope. Each names the rule (kind and its
+ * position in the mount's list, counted from 1 as an operator reads the
+ * list) and the cause: the advisory ids, the identity rule, or the publish
+ * time and when the quarantine ends. Built from the decision, the facts and
+ * the mount's rule list; never anything the client did not ask about.
+ */
+import type { Decision, VersionFacts } from './decision.js'
+import type { RuleConfig } from './rule-schema.js'
+
+/** What the envelope carries beside the sentence, for tools. */
+export interface Explanation {
+  readonly message: string
+  readonly rule: string
+  readonly reason: string
+  readonly evidence: readonly string[]
+  /** When a quarantine admits the version (ISO 8601), if one will. */
+  readonly admittedFrom?: string
+}
+
+const MAX_EVIDENCE = 5
+
+function ruleName(decision: Decision): string {
+  return decision.rule === undefined ? 'no rule admitted it' : `${decision.rule} (rule ${(decision.ruleIndex ?? 0) + 1})`
+}
+
+function listed(evidence: readonly string[]): string {
+  const shown = evidence.slice(0, MAX_EVIDENCE).join(', ')
+  return evidence.length > MAX_EVIDENCE ? `${shown} and ${evidence.length - MAX_EVIDENCE} more` : shown
+}
+
+function days(seconds: number): string {
+  if (seconds % 86_400 === 0) return `${seconds / 86_400} day${seconds === 86_400 ? '' : 's'}`
+  if (seconds % 3_600 === 0) return `${seconds / 3_600} hour${seconds === 3_600 ? '' : 's'}`
+  return `${seconds} s`
+}
+
+/** The sentence for a public version the admission phase refused, or undefined for an admit. */
+export function explainRefusal(decision: Decision, facts: VersionFacts, rules: readonly RuleConfig[], now: number): Explanation | undefined {
+  if (decision.verdict === 'admit') return undefined
+  const subject = `${facts.name}@${facts.version}`
+  const base = { rule: decision.rule ?? 'default', reason: decision.reason, evidence: decision.evidence }
+  if (decision.verdict === 'unavailable' || decision.verdict === 'expired') {
+    return { ...base, message: `${subject} cannot be judged now: ${ruleName(decision)} needs the advisory database, which is ${decision.verdict === 'expired' ? 'older than its maximum age' : 'unavailable'} (${decision.reason}); retry later` }
+  }
+  switch (decision.reason) {
+    case 'identity':
+      // Its evidence is the identity itself, already the subject.
+      return { ...base, message: `${subject} is denied by name and version: ${ruleName(decision)} lists it` }
+    case 'cve':
+      return { ...base, message: `${subject} has known advisories: ${listed(decision.evidence)}; denied by ${ruleName(decision)}. Pick a version without them` }
+    case 'epss':
+      return { ...base, message: `${subject} has advisories above the exploit-probability threshold: ${listed(decision.evidence)}; denied by ${ruleName(decision)}` }
+    default:
+      return quarantined(decision, facts, rules, now, subject, base)
+  }
+}
+
+/** A deny by default: say which quarantine would admit the version, and from when. */
+function quarantined(decision: Decision, facts: VersionFacts, rules: readonly RuleConfig[], now: number, subject: string, base: Omit<Explanation, 'message'>): Explanation {
+  const quarantines = rules
+    .map((rule, index) => ({ rule, index }))
+    .filter((r): r is { rule: Extract<RuleConfig, { rule: 'AllowIfOlderThan' }>, index: number } =>
+      r.rule.rule === 'AllowIfOlderThan' && (r.rule.appliesTo === undefined || r.rule.appliesTo.includes('admission')))
+  if (quarantines.length === 0) {
+    return { ...base, message: `${subject} is withheld: ${ruleName(decision)} (this mount admits no public version by age)` }
+  }
+  const published = facts.publishedMs ?? facts.publishedAt?.getTime()
+  if (published === undefined || !Number.isFinite(published)) {
+    return { ...base, message: `${subject} is withheld: the public registry gives no publish time for it, so no quarantine rule can admit it` }
+  }
+  // The shortest quarantine admits first.
+  const first = quarantines.reduce((a, b) => (b.rule.seconds < a.rule.seconds ? b : a))
+  const from = new Date(published + first.rule.seconds * 1000)
+  const publishedIso = new Date(published).toISOString()
+  if (from.getTime() <= now) {
+    return { ...base, message: `${subject} is withheld: published ${publishedIso}; no rule admitted it` }
+  }
+  return {
+    ...base,
+    admittedFrom: from.toISOString(),
+    message: `${subject} is in quarantine: published ${publishedIso}, and AllowIfOlderThan (rule ${first.index + 1}) admits versions ${days(first.rule.seconds)} old, so from ${from.toISOString()}. Pin an older version until then`,
+  }
+}
