@@ -57,8 +57,23 @@ export const ERROR_TABLE = {
   GATE_PAUSE_TIMEOUT: { status: 503, message: 'the request waited too long for memory', retryAfter: 1 },
   WORKER_OUT_OF_MEMORY: { status: 503, message: 'the request ran out of memory in a worker', retryAfter: 1 },
 
-  // Publish (SPEC.md 4.3). Codes for a relayed publish come with the relay; the loader refuses a publish target meanwhile.
+  // Publish (SPEC.md 4.3, 7.1): engine/publish/, server/routes/publish-route.ts.
   PUBLISH_NOT_CONFIGURED: { status: 405, message: 'publishing is not configured' },
+  PUBLISH_OUTSIDE_SCOPES: { status: 403, message: 'the package name is outside the configured publish scopes' },
+  PUBLISH_NAME_MISMATCH: { status: 403, message: 'the publish document names another package than the route' },
+  PUBLISH_SHADOWS_PUBLIC: { status: 403, message: 'the public upstream has a package of this name; a publish would shadow it' },
+  PUBLISH_PUBLIC_UNAVAILABLE: { status: 503, message: 'the public upstream could not be asked whether it has this name; retry later', retryAfter: 30 },
+  PUBLISH_BODY_TOO_LARGE: { status: 413, message: 'the publish document exceeds mounts.<ecosystem>.publish.maxBodyBytes' },
+  PUBLISH_DOCUMENT_INVALID: { status: 400, message: 'the publish document is malformed' },
+  PUBLISH_METADATA_CHANGE: { status: 501, message: 'only publishes of new versions are relayed; deprecate, unpublish and other metadata changes are made at the publication target' },
+  PUBLISH_TARGET_UNAVAILABLE: { status: 503, message: 'the publication target is temporarily unavailable', retryAfter: 5 },
+
+  // Upstream credentials (SPEC.md 3.6, 5.5): engine/upstream/credentials/.
+  CREDENTIAL_BREAKER_OPEN: { status: 503, message: 'an upstream credential cannot be minted now (the credential breaker is open)', retryAfter: 60 },
+  CREDENTIAL_MINT_FAILED: { status: 503, message: 'an upstream credential could not be minted', retryAfter: 5 },
+
+  // Edge authentication (SPEC.md 5.1): server/http/edge-auth.ts.
+  EDGE_UNAUTHORIZED: { status: 401, message: 'a valid edge token is required (Authorization: Bearer)' },
 
   // Mirror worker (SPEC.md 3.7, 6.1): a job that cannot succeed.
   MIRROR_ARTIFACT_TOO_LARGE: { status: 500, message: 'the artifact exceeds limits.maxArtifactBytes' },
@@ -144,6 +159,11 @@ export const CONFIG_REFUSAL = {
   requiredForS3: 'required when store.kind is s3',
   storePrefixUnusable: (reason: string) => `not a usable object key prefix: ${reason}`,
   notCidr: (value: string) => `not a CIDR range: ${JSON.stringify(value)}`,
-  // 405 means "no publication target" (SPEC.md 4.3): with one configured, answering 405 would lie.
-  publishNotRelayed: 'this build relays no publishes, and with a target set the publish route would still answer 405; remove it',
+  credentialRegistryShape: 'a registry credential takes a token and nothing else',
+  credentialManagedRepoShape: 'a managedRepo credential needs domain and region (domainOwner, endpoint and durationSeconds are optional) and takes no token, file or command',
+  credentialManagedFieldsElsewhere: 'domain, domainOwner, region, endpoint and durationSeconds belong to a managedRepo credential only',
+  credentialSelfHostedShape: 'a selfHosted credential takes exactly one of file or command, and no token',
+  credentialDuplicate: (name: string) => `credential ${JSON.stringify(name)} is defined twice`,
+  credentialUnknown: (name: string) => `names no entry of credentials: ${JSON.stringify(name)}`,
+  credentialWithToken: 'set token or credential, not both',
 } as const

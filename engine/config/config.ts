@@ -13,7 +13,24 @@ export type IntegrityAlgorithm = (typeof INTEGRITY_ALGORITHMS)[number]
 export interface PrivateUpstreamConfig {
   readonly url: string
   readonly token: BearerToken | undefined
+  /** The name of a `credentials` entry sent instead of `token` (engine/upstream/credentials/). */
+  readonly credential?: string
 }
+
+/** An upstream credential provider (SPEC.md 5.5); exactly the fields its provider needs. */
+export type CredentialConfig =
+  | { readonly name: string; readonly provider: 'registry'; readonly token: BearerToken }
+  | { readonly name: string; readonly provider: 'selfHosted'; readonly file: string }
+  | { readonly name: string; readonly provider: 'selfHosted'; readonly command: readonly string[] }
+  | {
+    readonly name: string
+    readonly provider: 'managedRepo'
+    readonly domain: string
+    readonly domainOwner: string | undefined
+    readonly region: string
+    readonly endpoint: string | undefined
+    readonly durationSeconds: number
+  }
 
 export interface PublicUpstreamConfig {
   readonly url: string
@@ -27,10 +44,17 @@ export interface PublicUpstreamConfig {
 export interface TargetConfig {
   readonly target: string
   readonly token: BearerToken | undefined
+  /** The name of a `credentials` entry sent instead of `token` (engine/upstream/credentials/). */
+  readonly credential?: string
 }
 
 export interface PublishConfig extends TargetConfig {
+  /** `@scope` entries and exact unscoped names (engine/publish/publish-scope.ts). */
   readonly scopes: readonly string[]
+  /** Largest publish document accepted (413 above it). */
+  readonly maxBodyBytes: number
+  /** The name of a `credentials` entry sent instead of `token`. */
+  readonly credential?: string
 }
 
 export interface MountConfig {
@@ -53,6 +77,8 @@ export interface Config {
     readonly shutdownDrainTimeout: number
     /** The compatibility listener's port (server/http/compat-listener.ts); undefined: off. */
     readonly compatPort?: number
+    /** Edge tokens (SPEC.md 5.1, server/http/edge-auth.ts); empty: no edge check. */
+    readonly edgeTokens: readonly BearerToken[]
   }
   readonly observability: {
     readonly logFormat: LogFormat
@@ -98,8 +124,10 @@ export interface Config {
     readonly epssQuietTime: number
     readonly pollIntervalSeconds: number
   }
-  readonly dredger: { readonly fullWalk: boolean; readonly maxRemovalsPerCycle: number }
+  readonly dredger: { readonly fullWalk: boolean; readonly maxRemovalsPerCycle: number; readonly cycleSeconds: number }
   readonly respectUpstreamTarballHost: boolean
+  /** Upstream credential providers by name (SPEC.md 5.5). */
+  readonly credentials: readonly CredentialConfig[]
   readonly mounts: Readonly<Partial<Record<MountKey, MountConfig>>>
   /** The document that was read, if any. */
   readonly source: { readonly document: string | undefined }

@@ -19,7 +19,7 @@ import YAML, { YAMLError } from 'yaml'
 import { RULE_KINDS, type RuleKind } from '../policy/decision.js'
 import { RULE_SCHEMAS } from '../policy/rule-schema.js'
 import { BearerToken } from '../secret.js'
-import type { Config, MountConfig, PublicUpstreamConfig } from './config.js'
+import type { Config, CredentialConfig, MountConfig, PublicUpstreamConfig } from './config.js'
 import { readEnvironment } from './environment.js'
 import type { ConfigProblem } from './problems.js'
 import { ConfigSchema, MOUNT_KEYS, type MountKey } from './schema.js'
@@ -217,7 +217,7 @@ function allowedValues(schemaPath: string): string {
 
 /** The merged value once schema defaults are applied; the schema guarantees these shapes. */
 interface Defaulted {
-  server: { port: number; host: string; baseUrl?: string; shutdownDrainTimeout: number; compatPort?: number }
+  server: { port: number; host: string; baseUrl?: string; shutdownDrainTimeout: number; compatPort?: number; edgeTokens?: string[] }
   observability: Config['observability']
   runtime: { cores?: number; maxHeapBytes?: number; coresCeiling: number; serveMaxInFlight?: number; cgroupPath: string }
   limits: Config['limits']
@@ -227,16 +227,20 @@ interface Defaulted {
   advisories: { osvExportBaseUrl?: string; epssFeedUrl?: string; maxAgeSeconds: number; quietTime: { js: number; py: number }; epssQuietTime: number; pollIntervalSeconds: number }
   dredger: Config['dredger']
   respectUpstreamTarballHost: boolean
+  credentials: {
+    name: string; provider: 'registry' | 'selfHosted' | 'managedRepo'; token?: string; file?: string; command?: string[]
+    domain?: string; domainOwner?: string; region?: string; endpoint?: string; durationSeconds?: number
+  }[]
   mounts: Partial<Record<MountKey, DefaultedMount>>
 }
 
 interface DefaultedMount {
   upstreams: {
-    private?: { url: string; token?: string }
+    private?: { url: string; token?: string; credential?: string }
     public: { url?: string; caFile?: string; allowHosts: string[]; allowInternalRanges: string[] }
   }
-  publish?: { target: string; token?: string; scopes: string[] }
-  mirror?: { target: string; token?: string }
+  publish?: { target: string; token?: string; scopes: string[]; maxBodyBytes: number; credential?: string }
+  mirror?: { target: string; token?: string; credential?: string }
   integrityFloor: MountConfig['integrityFloor']
   rules: MountConfig['rules'] extends readonly (infer R)[] ? R[] : never
 }
@@ -254,6 +258,14 @@ function resolveConfig(
   }
   if (d.store.kind === 's3' && d.store.bucket === undefined) {
     problems.push({ path: 'store.bucket', message: CONFIG_REFUSAL.requiredForS3, source: sourceOf('store') })
+  }
+
+  const credentials = resolveCredentials(d.credentials, problems, sourceOf)
+  const known = new Set(credentials.map((c) => c.name))
+  const reference = (path: string, name: string | undefined, token: string | undefined): void => {
+    if (name === undefined) return
+    if (!known.has(name)) problems.push({ path, message: CONFIG_REFUSAL.credentialUnknown(name), source: sourceOf(path) })
+    if (token !== undefined) problems.push({ path, message: CONFIG_REFUSAL.credentialWithToken, source: sourceOf(path) })
   }
 
   const mounts: Partial<Record<MountKey, MountConfig>> = {}
@@ -293,14 +305,27 @@ function resolveConfig(
       problems.push({ path, message, source: urlOrigin === 'npm-client' && path.endsWith('public.url') ? NPM_CLIENT_SOURCE : sourceOf(path) })
     }
 
+    reference(at('upstreams.private.credential'), m.upstreams.private?.credential, m.upstreams.private?.token)
+    reference(at('publish.credential'), m.publish?.credential, m.publish?.token)
+    reference(at('mirror.credential'), m.mirror?.credential, m.mirror?.token)
     mounts[key] = {
       key,
       upstreams: {
-        private: m.upstreams.private === undefined ? undefined : { url: m.upstreams.private.url, token: token(m.upstreams.private.token) },
+        private: m.upstreams.private === undefined ? undefined : {
+          url: m.upstreams.private.url,
+          token: token(m.upstreams.private.token),
+          ...(m.upstreams.private.credential === undefined ? {} : { credential: m.upstreams.private.credential }),
+        },
         public: publicUpstream,
       },
-      publish: m.publish === undefined ? undefined : { target: m.publish.target, token: token(m.publish.token), scopes: m.publish.scopes },
-      mirror: m.mirror === undefined ? undefined : { target: m.mirror.target, token: token(m.mirror.token) },
+      publish: m.publish === undefined ? undefined : {
+        target: m.publish.target, token: token(m.publish.token), scopes: m.publish.scopes, maxBodyBytes: m.publish.maxBodyBytes,
+        ...(m.publish.credential === undefined ? {} : { credential: m.publish.credential }),
+      },
+      mirror: m.mirror === undefined ? undefined : {
+        target: m.mirror.target, token: token(m.mirror.token),
+        ...(m.mirror.credential === undefined ? {} : { credential: m.mirror.credential }),
+      },
       integrityFloor: m.integrityFloor,
       rules: m.rules,
     }
@@ -311,6 +336,7 @@ function resolveConfig(
     server: {
       port: d.server.port, host: d.server.host, baseUrl, shutdownDrainTimeout: d.server.shutdownDrainTimeout,
       ...(d.server.compatPort === undefined ? {} : { compatPort: d.server.compatPort }),
+      edgeTokens: (d.server.edgeTokens ?? []).map((value) => new BearerToken(value)),
     },
     observability: d.observability,
     runtime: {
@@ -334,6 +360,7 @@ function resolveConfig(
     },
     dredger: d.dredger,
     respectUpstreamTarballHost: d.respectUpstreamTarballHost,
+    credentials,
     mounts,
     source: { document: documentPath },
   }
@@ -390,7 +417,6 @@ function buildProblems(merged: Record<string, unknown>, sourceOf: (path: string)
   for (const key of MOUNT_KEYS) {
     const mount = mounts[key]
     if (!isPlainObject(mount)) continue
-    if (mount['publish'] !== undefined) add(`mounts.${key}.publish`, CONFIG_REFUSAL.publishNotRelayed)
     const upstreams = isPlainObject(mount['upstreams']) ? mount['upstreams'] : {}
     const ranges = isPlainObject(upstreams['public']) ? upstreams['public']['allowInternalRanges'] : undefined
     if (Array.isArray(ranges)) {
@@ -408,6 +434,45 @@ function buildProblems(merged: Record<string, unknown>, sourceOf: (path: string)
     }
   }
   return problems
+}
+
+/** A managedRepo token's lifetime when none is asked for: an hour (CodeArtifact allows 15 minutes to 12 hours). */
+export const DEFAULT_MANAGED_REPO_SECONDS = 3600
+
+/** The credential providers, each with exactly its provider's fields (the schema cannot say which). */
+function resolveCredentials(entries: Defaulted['credentials'], problems: ConfigProblem[], sourceOf: (path: string) => string): CredentialConfig[] {
+  const out: CredentialConfig[] = []
+  const seen = new Set<string>()
+  entries.forEach((entry, index) => {
+    const path = `credentials.${index}`
+    const add = (message: string): void => { problems.push({ path, message, source: sourceOf('credentials') }) }
+    if (seen.has(entry.name)) add(CONFIG_REFUSAL.credentialDuplicate(entry.name))
+    seen.add(entry.name)
+    const managedFields = entry.domain !== undefined || entry.domainOwner !== undefined || entry.region !== undefined || entry.endpoint !== undefined || entry.durationSeconds !== undefined
+    if (entry.provider === 'managedRepo') {
+      if (entry.domain === undefined || entry.region === undefined || entry.token !== undefined || entry.file !== undefined || entry.command !== undefined) add(CONFIG_REFUSAL.credentialManagedRepoShape)
+      else {
+        out.push({
+          name: entry.name, provider: 'managedRepo', domain: entry.domain, domainOwner: entry.domainOwner, region: entry.region,
+          endpoint: entry.endpoint, durationSeconds: entry.durationSeconds ?? DEFAULT_MANAGED_REPO_SECONDS,
+        })
+      }
+      return
+    }
+    if (managedFields) {
+      add(CONFIG_REFUSAL.credentialManagedFieldsElsewhere)
+      return
+    }
+    if (entry.provider === 'registry') {
+      if (entry.token === undefined || entry.file !== undefined || entry.command !== undefined) add(CONFIG_REFUSAL.credentialRegistryShape)
+      else out.push({ name: entry.name, provider: 'registry', token: new BearerToken(entry.token) })
+      return
+    }
+    if (entry.token !== undefined || (entry.file === undefined) === (entry.command === undefined)) add(CONFIG_REFUSAL.credentialSelfHostedShape)
+    else if (entry.file !== undefined) out.push({ name: entry.name, provider: 'selfHosted', file: entry.file })
+    else if (entry.command !== undefined) out.push({ name: entry.name, provider: 'selfHosted', command: entry.command })
+  })
+  return out
 }
 
 function token(value: string | undefined): BearerToken | undefined {

@@ -28,6 +28,7 @@ const ServerSchema = Type.Object({
   baseUrl: Type.Optional(Url('{base_url}: the externally reachable base address; default http://localhost:{port}')),
   shutdownDrainTimeout: Type.Optional(Seconds(30, 'bound of the graceful drain, seconds')),
   compatPort: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'a second listener on node:http for HTTP/1.0, pipelining and health-check clients; unset: off' })),
+  edgeTokens: Type.Optional(Type.Array(Secret('an edge token clients send as Authorization: Bearer'), { description: 'edge tokens (SPEC.md 5.1), any one of them admits; a list so a rotation keeps two valid; unset or empty: no edge check' })),
 }, { ...closed, default: {} })
 
 const ObservabilitySchema = Type.Object({
@@ -91,11 +92,34 @@ const AdvisoriesSchema = Type.Object({
 const DredgerSchema = Type.Object({
   fullWalk: Type.Optional(Type.Boolean({ default: false })),
   maxRemovalsPerCycle: Type.Optional(Type.Integer({ minimum: 1, default: 100, description: 'per-cycle removal cap' })),
+  cycleSeconds: Type.Optional(Type.Integer({ minimum: 1, default: 300, description: 'seconds between two Dredger candidate cycles' })),
 }, { ...closed, default: {} })
 
 const PrivateUpstreamSchema = Type.Object({
   url: Url('trusted private registry base URL'),
   token: Type.Optional(Secret('bearer credential sent to the private registry')),
+  credential: Type.Optional(Type.String({ minLength: 1, description: 'name of a `credentials` entry to send instead of a static token' })),
+}, closed)
+
+/**
+ * Upstream credential providers (SPEC.md 3.6, 5.5), named so several
+ * ecosystems can share one (minted and counted once). `registry`: a static
+ * secret (`token`). `selfHosted`: a token read from `file` or printed by
+ * `command` (argv, no shell), with the expiry it reports. `managedRepo`: a
+ * short-lived token minted by AWS CodeArtifact's GetAuthorizationToken
+ * (`domain`, `domainOwner`, `region`, `endpoint`, `durationSeconds`).
+ */
+const CredentialSchema = Type.Object({
+  name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' }),
+  provider: Type.Union([Type.Literal('registry'), Type.Literal('selfHosted'), Type.Literal('managedRepo')]),
+  domain: Type.Optional(Type.String({ minLength: 2, description: 'managedRepo: the CodeArtifact domain' })),
+  domainOwner: Type.Optional(Type.String({ pattern: '^[0-9]{12}$', description: 'managedRepo: the AWS account that owns the domain' })),
+  region: Type.Optional(Type.String({ minLength: 1, description: 'managedRepo: the AWS region' })),
+  endpoint: Type.Optional(Url('managedRepo: CodeArtifact endpoint override')),
+  durationSeconds: Type.Optional(Type.Integer({ minimum: 900, maximum: 43200, description: 'managedRepo: token lifetime asked for; default 3600' })),
+  token: Type.Optional(Secret('registry: the static token')),
+  file: Type.Optional(Type.String({ minLength: 1, description: 'selfHosted: a file holding the token, re-read on demand' })),
+  command: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'selfHosted: program and arguments printing the token or {token, expiresAt|expiresIn}' })),
 }, closed)
 
 const PublicUpstreamSchema = Type.Object({
@@ -108,12 +132,19 @@ const PublicUpstreamSchema = Type.Object({
 const TargetSchema = Type.Object({
   target: Url('registry base URL'),
   token: Type.Optional(Secret('bearer credential for the target')),
+  credential: Type.Optional(Type.String({ minLength: 1, description: 'name of a `credentials` entry to send instead of a static token' })),
 }, closed)
+
+/** The default bound of a publish document: 64 MiB, a 48 MiB tarball in base64, far above ordinary packages. */
+export const DEFAULT_PUBLISH_MAX_BODY_BYTES = 64 * 1024 * 1024
 
 const PublishSchema = Type.Object({
   target: Url('publication target base URL'),
   token: Type.Optional(Secret('bearer credential for the publication target')),
-  scopes: Type.Array(Type.String({ pattern: '^@[a-z0-9][a-z0-9._~-]*$' }), { minItems: 1 }),
+  // An `@scope` owns every name in it; an exact unscoped name may be listed too (checked against the public upstream at publish time).
+  scopes: Type.Array(Type.String({ pattern: '^(@[a-z0-9][a-z0-9._~-]*|[a-z0-9][a-z0-9._~-]*)$' }), { minItems: 1, description: '@scope entries, or exact unscoped names' }),
+  maxBodyBytes: Type.Optional(Type.Integer({ minimum: 1, default: DEFAULT_PUBLISH_MAX_BODY_BYTES, description: 'largest publish document accepted; over it 413' })),
+  credential: Type.Optional(Type.String({ minLength: 1, description: 'name of a `credentials` entry to send instead of a static token' })),
 }, closed)
 
 /**
@@ -158,6 +189,7 @@ export const ConfigSchema = Type.Object({
   advisories: Type.Optional(AdvisoriesSchema),
   dredger: Type.Optional(DredgerSchema),
   respectUpstreamTarballHost: Type.Optional(Type.Boolean({ default: false, description: 'admit a public tarball URL on another host:port' })),
+  credentials: Type.Optional(Type.Array(CredentialSchema, { default: [], description: 'upstream credential providers, referred to by name' })),
   mounts: Type.Optional(Type.Object({
     js: Type.Optional(MountSchema),
     py: Type.Optional(MountSchema),

@@ -26,9 +26,11 @@
  *     jobs, 21 MiB in whole MiB; nothing with `queue.kind: sqs`), and the
  *     enqueue buffer, 256 jobs waiting for their send at 17 KiB each (an
  *     8 KiB body, the job it was encoded from, and 1 KiB of objects), 5 MiB;
- *   - publish bodies: nothing, since this build relays no publish (the
- *     configuration loader refuses a publish target); a relay streams its
- *     body and adds its bound here;
+ *   - publish bodies: nothing reserved: a publish body is transient work,
+ *     charged to the memory gate chunk by chunk while it is read and again
+ *     before it is parsed (server/routes/publish-route.ts), bounded by
+ *     `publish.maxBodyBytes`, so it waits or pauses like any other request
+ *     instead of holding a standing reserve for a rare write;
  *   - mirror-artifact work, only with a mirror target: `mirror.concurrency`
  *     jobs of `mirror.jobAllowanceBytes` (16 MiB: the worker streams the
  *     artifact, publish-body.ts, so one job holds its target lookup document
@@ -274,7 +276,7 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
     bytes: fig(mirrorTarget ? ENQUEUE_BUFFER_BYTES : 0, 'default'),
   })
   const queueTenantsBytes = fig(inMemoryQueueBytes.value + enqueueBuffer.bytes.value, 'default')
-  // No publish relay in this build: the configuration loader refuses a publish target.
+  // Publish bodies are charged to the gate while in flight (publish-route.ts), not reserved here.
   const publishBodiesBytes = fig(0, 'default')
   const fixed = cacheBudgetBytes.value + queueTenantsBytes.value + publishBodiesBytes.value + idleProcessBytes.value
   const mirror = mirrorPlan(mirrorTarget, pinnedMirror, n, live === null ? null : live - fixed)

@@ -21,6 +21,8 @@ export interface MirrorTargetOptions {
   /** The registry base URL (a path is kept). No userinfo, query or fragment. */
   readonly url: string
   readonly token?: BearerToken | undefined
+  /** A minted credential sent instead of `token`, asked for on each request (engine/upstream/credentials/). */
+  readonly credential?: { token(signal?: AbortSignal): Promise<BearerToken> } | undefined
   /** Largest document `lookup` reads (the metadata ingest ceiling). */
   readonly maxDocumentBytes: number
   /** Milliseconds to wait for response headers (a publish waits for the target to store the artifact). */
@@ -49,6 +51,7 @@ const ABBREVIATED = 'application/vnd.npm.install-v1+json; q=1.0, application/jso
 export class MirrorTarget {
   readonly #base: URL
   readonly #token: BearerToken | undefined
+  readonly #credential: MirrorTargetOptions['credential']
   readonly #maxDocumentBytes: number
   readonly #dispatcher: Dispatcher
   readonly #owned: boolean
@@ -68,6 +71,7 @@ export class MirrorTarget {
     }
     this.#base = new URL(url.href.endsWith('/') ? url.href : `${url.href}/`)
     this.#token = options.token
+    this.#credential = options.credential
     this.#maxDocumentBytes = options.maxDocumentBytes
     this.#owned = options.dispatcher === undefined
     this.#dispatcher = options.dispatcher ?? new Agent({
@@ -91,8 +95,12 @@ export class MirrorTarget {
     return this.#base.host
   }
 
-  #headers(extra: Record<string, string>): Record<string, string> {
-    return this.#token === undefined ? extra : { ...extra, authorization: `Bearer ${this.#token.reveal()}` }
+  async #headers(extra: Record<string, string>, signal: AbortSignal | undefined): Promise<Record<string, string>> {
+    // A credential refusal (breaker open, mint failed) is a transient target failure: the job is retried.
+    const token = this.#credential === undefined ? this.#token : await this.#credential.token(signal).catch((cause: unknown) => {
+      throw new ServiceError('UPSTREAM_UNAVAILABLE', { cause, data: { target: this.authority, reason: 'credential' } })
+    })
+    return token === undefined ? extra : { ...extra, authorization: `Bearer ${token.reveal()}` }
   }
 
   /**
@@ -107,7 +115,7 @@ export class MirrorTarget {
     try {
       response = await this.#dispatcher.request({
         origin: url.origin, path: url.pathname, method: 'GET',
-        headers: this.#headers({ accept: ABBREVIATED, 'accept-encoding': 'identity' }),
+        headers: await this.#headers({ accept: ABBREVIATED, 'accept-encoding': 'identity' }, signal),
         ...(signal === undefined ? {} : { signal }),
       })
     } catch (cause) {
@@ -162,7 +170,7 @@ export class MirrorTarget {
     try {
       response = await this.#dispatcher.request({
         origin: url.origin, path: url.pathname, method: 'PUT',
-        headers: this.#headers({ 'content-type': 'application/json', accept: 'application/json' }),
+        headers: await this.#headers({ 'content-type': 'application/json', accept: 'application/json' }, signal),
         // Readable.from pulls the generator only as the socket drains.
         body: Readable.from(guarded(), { objectMode: false }),
         ...(signal === undefined ? {} : { signal }),

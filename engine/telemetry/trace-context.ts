@@ -6,6 +6,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { randomBytes } from 'node:crypto'
+import { context, trace } from '@opentelemetry/api'
 
 export interface SpanContext {
   readonly traceId: string
@@ -15,7 +16,14 @@ export interface SpanContext {
 export class TraceContext {
   readonly #storage = new AsyncLocalStorage<SpanContext>()
 
+  /**
+   * The OpenTelemetry span in scope when telemetry is on (server, client and
+   * work spans), else one opened with `inSpan`. With telemetry off the OTel
+   * API has no context manager and answers at once with no span.
+   */
   current(): SpanContext | undefined {
+    const otel = trace.getSpan(context.active())?.spanContext()
+    if (otel !== undefined && trace.isSpanContextValid(otel)) return { traceId: otel.traceId, spanId: otel.spanId }
     return this.#storage.getStore()
   }
 

@@ -70,6 +70,12 @@ export interface UpstreamClientOptions {
   readonly trusted: boolean
   /** The private upstream's credential; refused on the public side, which is always anonymous. */
   readonly token?: BearerToken
+  /**
+   * A minted credential (engine/upstream/credentials/) used in place of
+   * `token`, asked for on each request; its refusal (CREDENTIAL_BREAKER_OPEN,
+   * CREDENTIAL_MINT_FAILED: 503 with Retry-After) fails the request.
+   */
+  readonly credential?: { token(signal?: AbortSignal): Promise<BearerToken> }
   /** An extra trust anchor added to the default roots (file path or PEM text). */
   readonly caFile?: string
   readonly caPem?: string
@@ -127,6 +133,8 @@ function checkOptions(options: UpstreamClientOptions, url: URL): void {
   if (url.username !== '' || url.password !== '') bad('an upstream URL must not carry userinfo; use the secret settings')
   if (url.search !== '' || url.hash !== '') bad('an upstream URL must not carry a query or fragment')
   if (!options.trusted && options.token !== undefined) bad('the public upstream is anonymous: it takes no token')
+  if (!options.trusted && options.credential !== undefined) bad('the public upstream is anonymous: it takes no credential')
+  if (options.token !== undefined && options.credential !== undefined) bad('a token or a credential, not both')
   if (!Number.isSafeInteger(options.maxResponseBytes) || options.maxResponseBytes <= 0) bad('maxResponseBytes must be a positive integer')
   if (!PSEUDONYM.test(options.proxyId)) bad('proxyId must be an HTTP token (it is sent in Via)')
   if (options.caFile !== undefined && options.caPem !== undefined) bad('give caFile or caPem, not both')
@@ -157,6 +165,7 @@ export class UpstreamClient {
   readonly #base: URL
   readonly #trusted: boolean
   readonly #token: BearerToken | undefined
+  readonly #credential: UpstreamClientOptions['credential']
   readonly #guard: EgressGuard
   readonly #agent: Agent
   readonly #artifacts: ArtifactConnections
@@ -180,6 +189,7 @@ export class UpstreamClient {
     this.#base = new URL(url.href.endsWith('/') ? url.href : `${url.href}/`)
     this.#trusted = options.trusted
     this.#token = options.token
+    this.#credential = options.credential
     this.#maxResponseBytes = options.maxResponseBytes
     this.#timeouts = timeouts
     this.#via = `1.1 ${options.proxyId}`
@@ -284,6 +294,8 @@ export class UpstreamClient {
       return failure.error
     }
     try {
+      // A credential refusal is the request's answer (503 with Retry-After), not a transport failure.
+      const minted = this.#credential === undefined ? undefined : await this.#credential.token(signal)
       let response
       try {
         this.#guard.checkUrl(url)
@@ -291,7 +303,7 @@ export class UpstreamClient {
           origin: url.origin,
           path: url.pathname,
           method: 'GET',
-          headers: this.#headers({ accept: options.accept ?? 'application/json', 'accept-encoding': ACCEPTED_ENCODINGS }),
+          headers: this.#headers({ accept: options.accept ?? 'application/json', 'accept-encoding': ACCEPTED_ENCODINGS }, minted),
           signal,
         })
       } catch (err) {
@@ -425,10 +437,12 @@ export class UpstreamClient {
     const extra: Record<string, string> = { 'accept-encoding': 'identity' }
     if (options.conditional?.ifNoneMatch !== undefined) extra['if-none-match'] = options.conditional.ifNoneMatch
     if (options.conditional?.ifModifiedSince !== undefined) extra['if-modified-since'] = options.conditional.ifModifiedSince
+    // The client's forwarded credential wins (SPEC.md 5.2); else the minted one, asked for only when it will be sent.
+    const bearer = options.bearer ?? (this.#credential === undefined ? undefined : await this.#credential.token(options.signal))
     try {
       return await this.#artifacts.request(url, {
         method: options.method,
-        headers: this.#headers(extra, options.bearer),
+        headers: this.#headers(extra, bearer),
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       }, upstream)
     } catch (err) {

@@ -7,17 +7,17 @@ export const ROLES = ['proxy', 'mirror', 'pilot', 'dredger'] as const
 export type Role = (typeof ROLES)[number]
 
 export type Command =
-  | { readonly kind: 'role'; readonly role: Role; readonly oneShot: boolean; readonly dryRun: boolean; readonly configPath: string | undefined }
+  | { readonly kind: 'role'; readonly role: Role; readonly oneShot: boolean; readonly dryRun: boolean; readonly configPath: string | undefined; readonly json?: boolean }
   | { readonly kind: 'check-config'; readonly json: boolean; readonly configPath: string | undefined }
   | { readonly kind: 'help' }
   | { readonly kind: 'usage-error'; readonly message: string }
 
-export const USAGE = `usage: service [proxy|mirror|pilot [compile]|dredger [--dry-run]|check-config [--json]] [--config FILE]
+export const USAGE = `usage: service [proxy|mirror|pilot [compile]|dredger [--dry-run [--json]]|check-config [--json]] [--config FILE]
 
   proxy          serve the package routes (the default role)
   mirror         consume mirror jobs and publish them to the mirror target
   pilot          compile the advisory database on a schedule; 'pilot compile' runs once
-  dredger        remove revoked versions; --dry-run previews without deleting
+  dredger        remove revoked versions; --dry-run previews without deleting (--json: JSON lines)
   check-config   validate the configuration and print it resolved, without starting a role
 `
 
@@ -51,6 +51,6 @@ export function parseArgs(argv: readonly string[]): Command {
   const oneShot = second === 'compile'
   if (second !== undefined && !(role === 'pilot' && oneShot)) return { kind: 'usage-error', message: `unexpected argument ${second}` }
   if (dryRun && role !== 'dredger') return { kind: 'usage-error', message: '--dry-run is for the dredger' }
-  if (json) return { kind: 'usage-error', message: '--json is for check-config' }
-  return { kind: 'role', role, oneShot, dryRun, configPath }
+  if (json && !dryRun) return { kind: 'usage-error', message: '--json is for check-config and dredger --dry-run' }
+  return { kind: 'role', role, oneShot, dryRun, configPath, ...(json ? { json } : {}) }
 }

@@ -11,6 +11,9 @@ import { ERROR_TABLE, isServiceError } from '../../engine/errors.js'
 import { formatProblems } from '../../engine/config/problems.js'
 import { resolveIdentity } from '../../engine/log/identity.js'
 import { createProcessLogger, type ProcessLogger } from '../../engine/log/pino-logger.js'
+import { TELEMETRY_OFF, type Telemetry } from '../../engine/telemetry/instruments.js'
+import { startTelemetry } from '../../engine/telemetry/otel-telemetry.js'
+import { privateOrigins } from '../../engine/telemetry/private-origins.js'
 import { TraceContext } from '../../engine/telemetry/trace-context.js'
 import { EXIT, SERVICE_EXITED } from '../lifecycle/exit-codes.js'
 import { Shutdown } from '../lifecycle/shutdown.js'
@@ -18,6 +21,7 @@ import { runCheckConfig } from '../roles/check-config.js'
 import { runPilotCompile, startPilot } from '../roles/pilot.js'
 import { startProxy } from '../roles/proxy.js'
 import { startMirror } from '../roles/mirror.js'
+import { runDredgerDryRun, startDredger } from '../roles/dredger.js'
 import type { RoleContext, RunningRole } from '../roles/role-context.js'
 import { parseArgs, USAGE, type Command, type Role } from './args.js'
 
@@ -28,6 +32,7 @@ const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<RunningRole>>
   proxy: startProxy,
   mirror: startMirror,
   pilot: startPilot,
+  dredger: startDredger,
 }
 
 /**
@@ -39,11 +44,18 @@ const ONE_SHOTS: Partial<Record<Role, (ctx: RoleContext) => Promise<void>>> = {
   pilot: runPilotCompile,
 }
 
+/** `--dry-run` one-shots (`service dredger --dry-run [--json]`): print, delete nothing, exit 0. */
+const DRY_RUNS: Partial<Record<Role, (ctx: RoleContext, json: boolean) => Promise<void>>> = {
+  dredger: async (ctx, json) => { await runDredgerDryRun(ctx, { json, out: process.stdout }) },
+}
+
 /** Why this build cannot run the command's role, or undefined when it can. */
 export function roleRefusal(command: Extract<Command, { kind: 'role' }>): string | undefined {
-  const runnable = (command.oneShot ? ONE_SHOTS[command.role] !== undefined : STARTERS[command.role] !== undefined) && !command.dryRun
+  const runnable = command.dryRun
+    ? DRY_RUNS[command.role] !== undefined
+    : command.oneShot ? ONE_SHOTS[command.role] !== undefined : STARTERS[command.role] !== undefined
   if (runnable) return undefined
-  const what = command.oneShot ? `${command.role} compile` : command.role
+  const what = command.oneShot ? `${command.role} compile` : command.dryRun ? `${command.role} --dry-run` : command.role
   return `service: the ${what} role is ${ROLE_UNAVAILABLE}`
 }
 
@@ -64,8 +76,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
   if (!loaded.ok) return bootAbort(formatProblems(loaded.problems))
 
-  const start = command.oneShot ? undefined : STARTERS[command.role]
-  const once = command.oneShot ? ONE_SHOTS[command.role] : undefined
+  const start = command.oneShot || command.dryRun ? undefined : STARTERS[command.role]
+  const dryRun = command.dryRun ? DRY_RUNS[command.role] : undefined
+  const once = command.oneShot
+    ? ONE_SHOTS[command.role]
+    : dryRun === undefined ? undefined : (ctx: RoleContext) => dryRun(ctx, command.json === true)
   const refusal = roleRefusal(command)
   if ((start === undefined && once === undefined) || refusal !== undefined) return bootAbort(refusal ?? ROLE_UNAVAILABLE)
 
@@ -73,13 +88,24 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const build = readBuildInfo()
   const identity = resolveIdentity(env, build.version)
   const trace = new TraceContext()
-  const logger = createProcessLogger({
+  const processLogger = createProcessLogger({
     identity,
     trace,
     role: command.role,
     format: config.observability.logFormat,
     level: config.observability.logLevel,
+    // A dry run's stdout is its listing alone (a table or JSON lines): its log lines go to stderr.
+    ...(command.dryRun ? { destination: process.stderr } : {}),
   })
+  // Telemetry (SPEC.md 6.3) starts before the role so its logs and spans are exported from the first line.
+  const telemetry: Telemetry = config.observability.telemetry === 'on'
+    ? await startTelemetry({ identity, env, logger: processLogger, role: command.role, privateOrigins: privateOrigins(config) }).catch((error: unknown) => {
+      // Telemetry never stops the service: without it the role still serves (SPEC.md 6.3 makes it opt-in).
+      processLogger.error('telemetry: could not start', { error: String((error as Error)?.message ?? error) })
+      return TELEMETRY_OFF
+    })
+    : TELEMETRY_OFF
+  const logger = telemetry.teeLogger(processLogger)
   const exit = exitWith(logger)
   process.on('uncaughtException', (error) => exit(EXIT.ABNORMAL, `uncaught exception: ${error.stack ?? String(error)}`))
   process.on('unhandledRejection', (error) => exit(EXIT.ABNORMAL, `unhandled rejection: ${(error as Error)?.stack ?? String(error)}`))
@@ -90,10 +116,12 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (once !== undefined) {
     try {
       await once(ctx)
+      await telemetry.shutdown()
     } catch (error) {
+      await telemetry.shutdown()
       logger.flush()
       if (isServiceError(error, 'CONFIG_INVALID') || isServiceError(error, 'BOOT_UNBUILDABLE')) {
-        bootAbort(`service: ${command.role} compile: ${error.message}`)
+        bootAbort(`service: ${command.role} ${command.dryRun ? '--dry-run' : 'compile'}: ${error.message}`)
         return exit(EXIT.BOOT_ABORTED)
       }
       return exit(EXIT.ABNORMAL, error instanceof Error ? error.message : String(error))
@@ -109,13 +137,18 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     // Exit now: the launcher's IPC channel (and anything the start opened) would keep the process alive.
     return exit(EXIT.BOOT_ABORTED)
   }
+  telemetry.observeRole(() => running.metrics())
+  running.door.observeRequests(telemetry.serverRequests, telemetry.serverSpans)
   const shutdown = new Shutdown({
     door: running.door,
     readiness: running.readiness,
     drainTimeoutMs: config.server.shutdownDrainTimeout * 1000,
     logger,
     quiesce: () => running.quiesce?.(),
-    release: () => running.release(),
+    release: async () => {
+      await running.release()
+      await telemetry.shutdown()
+    },
     exit,
   })
   shutdown.install()

@@ -4,8 +4,8 @@
  * becomes ready, one way, when its first qualified artifact is accepted; a
  * mount whose rules decide without it is ready at boot. Draining takes every
  * mount out of rotation. `halted` is the token SPEC.md 2.7 gives a latched
- * Dredger cap halt; this build runs no Dredger, so nothing latches it yet:
- * the Dredger role adds the latch with the role.
+ * Dredger cap halt, latched by the Dredger role (server/roles/dredger.ts)
+ * through `markHalted`.
  *
  * What a load balancer sees (SPEC.md 3.1 rule 1: a missing artifact of one
  * ecosystem does not remove the others from rotation): `GET /readyz` is 200
@@ -55,6 +55,11 @@ export class Readiness {
   /** First qualified advisory artifact accepted for this mount: ready, never back (SPEC.md 3.1). */
   markAdvisoryReady(key: MountKey): void {
     if (this.#mounts.get(key) === MOUNT_STATE.awaiting) this.#mounts.set(key, MOUNT_STATE.ready)
+  }
+
+  /** The Dredger's removal cap latched (SPEC.md 3.1): `halted` until the process restarts. */
+  markHalted(key: MountKey): void {
+    if (this.#mounts.has(key)) this.#mounts.set(key, MOUNT_STATE.halted)
   }
 
   /** A condition every answer depends on, reported by `name` while it fails. */

@@ -34,7 +34,7 @@ import type { Method } from './front-door.js'
 /** What the Exchange calls on a uWS response; the adapter implements exactly this. */
 export type ResponsePart = Pick<HttpResponse,
   'onAborted' | 'getRemoteAddressAsText' | 'writeStatus' | 'writeHeader' | 'end' | 'endWithoutBody'
-  | 'write' | 'tryEnd' | 'getWriteOffset' | 'onWritable' | 'close' | 'cork'>
+  | 'write' | 'tryEnd' | 'getWriteOffset' | 'onWritable' | 'close' | 'cork' | 'onData' | 'pause' | 'resume'>
 
 /** What the Exchange calls on a uWS request. */
 export type RequestPart = Pick<HttpRequest, 'getMethod' | 'getUrl' | 'getQuery' | 'forEach'>
@@ -144,6 +144,24 @@ export class NodeResponse implements ResponsePart {
   onWritable(handler: (offset: number) => boolean): HttpResponse {
     this.#onWritable = handler
     return this as unknown as HttpResponse
+  }
+
+  /** The request body as uWS gives it: chunks, then an empty last one at the end (node:http has read the framing). */
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): HttpResponse {
+    const req = this.#res.req
+    req.on('data', (chunk: Buffer) => {
+      handler(chunk.buffer.slice(chunk.byteOffset, chunk.byteOffset + chunk.byteLength) as ArrayBuffer, false)
+    })
+    req.once('end', () => handler(new ArrayBuffer(0), true))
+    return this as unknown as HttpResponse
+  }
+
+  pause(): void {
+    this.#res.req.pause()
+  }
+
+  resume(): void {
+    this.#res.req.resume()
   }
 
   close(): HttpResponse {

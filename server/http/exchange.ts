@@ -28,6 +28,12 @@ export interface ExchangeHooks {
   readonly settled: (exchange: Exchange) => void
 }
 
+/** Throttles a request body being read (backpressure on the client's upload). */
+export interface BodyFlow {
+  pause(): void
+  resume(): void
+}
+
 export interface RespondOptions {
   /** Answer as to a HEAD: no body, the length it would have. Implied on a HEAD request. */
   readonly head?: boolean
@@ -51,6 +57,7 @@ export class Exchange {
   #reason: CloseReason | undefined
   #inHandler = true
   #headersSent = false
+  #status = 0
   /** A streamed response's status and headers, held until its first write so they leave corked with the first chunk. */
   #head: { status: number; headers: Readonly<Record<string, string>> } | undefined
   readonly #onClose: ((reason: CloseReason) => void)[] = []
@@ -82,6 +89,10 @@ export class Exchange {
   get closed(): boolean { return this.#closed }
   get aborted(): boolean { return this.#reason === 'aborted' }
   get headersSent(): boolean { return this.#headersSent }
+  /** The status written, 0 before any (telemetry: `http.response.status_code`). */
+  get status(): number { return this.#status }
+  /** How the exchange ended; undefined while it runs. */
+  get closeReason(): CloseReason | undefined { return this.#reason }
 
   header(name: string): string | undefined {
     return this.headers.get(name)
@@ -224,6 +235,26 @@ export class Exchange {
     })
   }
 
+  /**
+   * Reads the request body: `onChunk` gets each chunk, a copy it may keep
+   * (uWS neuters its buffer when the callback returns), and whether it is
+   * the last; a request without a body gets one empty last chunk. MUST be
+   * called from the synchronous handler, before any await: uWS hands body
+   * data only to a handler registered there, and drops what arrives before.
+   * `pause` stops reading the socket (TCP then holds the client) until
+   * `resume`; both do nothing once the exchange has ended.
+   */
+  readBody(onChunk: (chunk: Uint8Array, last: boolean) => void): BodyFlow {
+    this.#res.onData((chunk, last) => {
+      if (this.#closed) return
+      onChunk(new Uint8Array(chunk.slice(0)), last)
+    })
+    return {
+      pause: () => { if (!this.#closed) this.#res.pause() },
+      resume: () => { if (!this.#closed) this.#res.resume() },
+    }
+  }
+
   /** Ends a streamed body of unknown length. */
   end(): void {
     if (this.#closed) return
@@ -269,6 +300,7 @@ export class Exchange {
    */
   #writeHead(status: number, headers: Readonly<Record<string, string>>, closeHeader: boolean, length?: number): void {
     this.#res.writeStatus(statusLine(status))
+    this.#status = status
     for (const name in headers) {
       const field = responseField(name, headers[name])
       if (field !== undefined) this.#res.writeHeader(field[0], field[1])

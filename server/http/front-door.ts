@@ -14,6 +14,8 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js'
 import { ServiceError, toServiceError } from '../../engine/errors.js'
 import type { Logger } from '../../engine/log/logger.js'
+import type { ServerRequestRecorder } from '../../engine/telemetry/instruments.js'
+import type { ServerSpans } from '../../engine/telemetry/server-spans.js'
 import { CompatListener, CompatRoutes } from './compat-listener.js'
 import { Exchange } from './exchange.js'
 import { requestFramingRefusal } from './request-framing.js'
@@ -42,6 +44,10 @@ export class FrontDoor {
   #draining = false
   #inFlight = 0
   #idleWaiters: (() => void)[] = []
+  /** `http.server.request.duration` (engine/telemetry); undefined with telemetry off, when nothing is timed. */
+  #requests: ServerRequestRecorder | undefined
+  /** A server span per request (engine/telemetry); undefined with traces off. */
+  #spans: ServerSpans | undefined
 
   constructor(options: FrontDoorOptions) {
     this.#options = options
@@ -49,7 +55,7 @@ export class FrontDoor {
     this.#app = loadUws().App()
     this.#compat = options.compatPort === undefined
       ? undefined
-      : new CompatListener(this.#compatRoutes, (res, req, route) => this.#dispatch(res, req, route.handler as Handler))
+      : new CompatListener(this.#compatRoutes, (res, req, route) => this.#dispatch(res, req, route.handler as Handler, route.pattern))
   }
 
   get port(): number { return this.#port }
@@ -58,8 +64,14 @@ export class FrontDoor {
   get inFlight(): number { return this.#inFlight }
   get draining(): boolean { return this.#draining }
 
+  /** Records each settled request's duration under its route template (telemetry on). */
+  observeRequests(recorder: ServerRequestRecorder | undefined, spans?: ServerSpans): void {
+    this.#requests = recorder
+    this.#spans = spans
+  }
+
   route(method: Method, pattern: string, handler: Handler): this {
-    this.#app[method](pattern, (res: HttpResponse, req: HttpRequest) => this.#dispatch(res, req, handler))
+    this.#app[method](pattern, (res: HttpResponse, req: HttpRequest) => this.#dispatch(res, req, handler, pattern))
     this.#compatRoutes.add(method, pattern, handler)
     return this
   }
@@ -113,13 +125,20 @@ export class FrontDoor {
     return new Promise((resolve) => this.#idleWaiters.push(resolve))
   }
 
-  #dispatch(res: HttpResponse, req: HttpRequest, handler: Handler): void {
+  #dispatch(res: HttpResponse, req: HttpRequest, handler: Handler, route: string): void {
     this.#inFlight++
+    const requests = this.#requests
+    const started = requests === undefined ? 0 : performance.now()
+    const spans = this.#spans
+    let span: ReturnType<ServerSpans> | undefined
     const exchange = new Exchange(res, req, {
       draining: () => this.#draining,
-      settled: () => {
+      settled: (ended) => {
         this.#inFlight--
         if (this.#inFlight === 0) for (const wake of this.#idleWaiters.splice(0)) wake()
+        // The route template, never the raw path: the series stay bounded whatever clients ask for.
+        requests?.({ method: ended.method, route, status: ended.status, reason: ended.closeReason ?? 'completed', seconds: (performance.now() - started) / 1000 })
+        span?.end(ended.status, ended.closeReason ?? 'completed')
       },
     })
     const refusal = requestFramingRefusal(exchange.header('content-length'), exchange.header('transfer-encoding'))
@@ -133,8 +152,9 @@ export class FrontDoor {
       setImmediate(() => exchange.respondError(refusal, { head: exchange.method === 'HEAD', close: true }))
       return
     }
+    span = spans?.(exchange.method, route, exchange.headers)
     try {
-      const result = handler(exchange)
+      const result = span === undefined ? handler(exchange) : span.run(() => handler(exchange))
       if (result !== undefined) result.catch((error: unknown) => this.#fail(exchange, error))
     } catch (error) {
       this.#fail(exchange, error)

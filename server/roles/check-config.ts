@@ -20,6 +20,11 @@ export interface CheckConfigOutput {
 
 export const MAINTENANCE_CLIENT_NOTE = 'mirror store maintenance clients are not built by check-config; boot builds them against the live environment'
 
+/** SPEC.md 1.8: the managed registry's control-plane client is built by boot, never by a configuration check. */
+export function managedRegistryNote(names: readonly string[]): string {
+  return `the managed-registry (CodeArtifact) client of credential ${names.map((n) => JSON.stringify(n)).join(', ')} is not built by check-config; boot builds it against the live environment and mints the first token there`
+}
+
 export async function runCheckConfig(loaded: LoadResult, output: CheckConfigOutput): Promise<number> {
   if (!loaded.ok) {
     if (output.json) output.out.write(`${JSON.stringify({ ok: false, problems: loaded.problems })}\n`)
@@ -28,13 +33,15 @@ export async function runCheckConfig(loaded: LoadResult, output: CheckConfigOutp
   }
   const plan = describePlan(await planFor(loaded.config))
   const { source, ...config } = loaded.config
-  const report = { ok: true, source, config, plan, notes: [MAINTENANCE_CLIENT_NOTE] }
+  const managed = loaded.config.credentials.filter((c) => c.provider === 'managedRepo').map((c) => c.name)
+  const notes = [MAINTENANCE_CLIENT_NOTE, ...(managed.length === 0 ? [] : [managedRegistryNote(managed)])]
+  const report = { ok: true, source, config, plan, notes }
   if (output.json) {
     output.out.write(`${JSON.stringify(report)}\n`)
   } else {
     output.out.write(`configuration OK (${source.document === undefined ? 'embedded defaults and environment' : source.document})\n`)
     output.out.write(`${JSON.stringify({ config, plan }, null, 2)}\n`)
-    output.out.write(`note: ${MAINTENANCE_CLIENT_NOTE}\n`)
+    for (const note of notes) output.out.write(`note: ${note}\n`)
   }
   return EXIT.OK
 }

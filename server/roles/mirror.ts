@@ -39,6 +39,7 @@ import { mountProbes } from '../routes/probes.js'
 import { hopMarker } from './proxy.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
+import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
 
 /** info: the dedicated worker is consuming. */
 export const MIRROR_LISTENING = 'mirror worker listening'
@@ -77,6 +78,8 @@ export interface AttachMirrorOptions {
   readonly maxDocumentBytes: number
   /** Jobs at once: the memory plan's `mirror.concurrency` (it applies the `limits.mirrorConcurrency` pin, SPEC.md 8.2). */
   readonly concurrency: number
+  /** The process's credential sources, for a mirror target that names one (`mounts.<m>.mirror.credential`). */
+  readonly credentials?: CredentialRegistry
   /** Overrides for tests. */
   readonly visibilitySeconds?: number
   readonly waitSeconds?: number
@@ -88,7 +91,9 @@ export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<
   const mirror = mount.mirror
   if (mirror === undefined) throw new Error(`mounts.${mount.key}.mirror is not set`)
   const budget = await receiveBudget(queue, config.queue.maxReceiveCount, logger, config.queue.url)
-  const target = new MirrorTarget({ url: mirror.target, token: mirror.token, maxDocumentBytes: options.maxDocumentBytes })
+  const credential = mirror.credential === undefined ? undefined : options.credentials?.source(mirror.credential)
+  if (mirror.credential !== undefined && credential === undefined) throw new Error(`mounts.${mount.key}.mirror.credential names a credential this process has not built`)
+  const target = new MirrorTarget({ url: mirror.target, token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes })
   const maxArtifactBytes = config.limits.maxArtifactBytes === 0 ? AUTOMATIC_MAX_ARTIFACT_BYTES : config.limits.maxArtifactBytes
   const concurrency = Math.max(1, options.concurrency)
   const worker = new MirrorWorker({ source: options.source, target, maxArtifactBytes, logger })
@@ -180,7 +185,10 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
   mountFallback(door)
   let attachment: MirrorAttachment
   try {
-    attachment = await attachMirrorWorker({ config, logger, clock, queue, source, mount, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value })
+    // Upstream credential providers (SPEC.md 5.5): the mirror target's, minted once at boot.
+    const credentials = new CredentialRegistry(config.credentials, clock)
+    if (mount.mirror?.credential !== undefined) await credentials.prime([mount.mirror.credential])
+    attachment = await attachMirrorWorker({ config, logger, clock, queue, source, mount, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials })
   } catch (error) {
     await queue.close()
     await source.close()

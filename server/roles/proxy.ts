@@ -35,7 +35,8 @@ import { DroppedVersionRecord } from '../../engine/packument/dropped-versions.js
 import { runCompressTask } from '../../workers/compress-client.js'
 import { runPackumentTask } from '../../workers/packument-client.js'
 import { heapReportWorkerData } from '../../workers/heap-report.js'
-import { createArtifactHandler } from '../routes/artifact-route.js'
+import { createArtifactHandler, type SelectedArtifact as RouteSelection } from '../routes/artifact-route.js'
+import { createWhyHandler } from '../routes/why-route.js'
 import { ArtifactCounters } from '../routes/artifact-counters.js'
 import type { PolicyGateOptions } from '../../workers/policy-gate.js'
 import { FrontDoor } from '../http/front-door.js'
@@ -43,6 +44,12 @@ import { Liveness } from '../health/liveness.js'
 import { Readiness } from '../health/readiness.js'
 import { mountFallback, mountJs } from '../routes/js-mount.js'
 import { createPackumentHandler } from '../routes/packument-route.js'
+import { createPublishHandler } from '../routes/publish-route.js'
+import { edgeAuthFor } from '../http/edge-auth.js'
+import { PublishCounters } from '../../engine/publish/publish-counters.js'
+import { PublishTarget } from '../../engine/publish/publish-target.js'
+import { publicHasName } from '../../engine/publish/public-name-check.js'
+import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
 import { mountProbes } from '../routes/probes.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { attachAdvisoryConsumers, readsAdvisories, type AdvisoryConsumers } from './advisory-wiring.js'
@@ -58,7 +65,6 @@ const CACHE_MAX_ENTRIES = 50_000
 
 export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const { config, logger, clock } = ctx
-  // A publish target is refused by the configuration loader (engine/errors.ts CONFIG_REFUSAL.publishNotRelayed).
   const plan = await planFor(config)
   logPlan(plan, logger)
   const limits = v8Limits(plan)
@@ -84,7 +90,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const liveness = new Liveness()
   const marker = hopMarker(config.server.baseUrl)
   const counters = new UpstreamFetchCounters()
-  const clients: UpstreamClient[] = []
+  const clients: { close(): Promise<void> }[] = []
 
   const snapshots: Record<string, () => unknown> = {
     'service.serve.admission.memory': () => gate.snapshot(),
@@ -92,6 +98,13 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     'service.upstream.fetch.errors': () => counters.snapshot(),
   }
   const jsMount = config.mounts.js
+  // Upstream credential providers (SPEC.md 5.5): one source per name, shared, primed once at boot.
+  const credentials = new CredentialRegistry(config.credentials, clock)
+  const credentialNames = [jsMount?.upstreams.private?.credential, jsMount?.publish?.credential, jsMount?.mirror?.credential].filter((n): n is string => n !== undefined)
+  if (credentialNames.length > 0) {
+    await credentials.prime(credentialNames)
+    snapshots['service.credential'] = () => credentials.counters.snapshot()
+  }
   const opened = await openMirrorQueue(ctx)
   const queue = opened?.queue
   const embedded = queue instanceof EmbeddedQueue ? queue : undefined
@@ -112,6 +125,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       url: jsMount.upstreams.private.url,
       trusted: true,
       ...(jsMount.upstreams.private.token === undefined ? {} : { token: jsMount.upstreams.private.token }),
+      ...(jsMount.upstreams.private.credential === undefined ? {} : { credential: credentials.source(jsMount.upstreams.private.credential) }),
       maxResponseBytes: plan.maxResponseBytes.value,
       proxyId: marker,
       logger,
@@ -173,21 +187,24 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     })
     const artifactCounters = new ArtifactCounters()
     snapshots['service.artifact'] = () => artifactCounters.snapshot()
+    // A public artifact decision takes the gate's entry step (SPEC.md 8.1); a private hit never gets here.
+    const selectVersion = async (packageName: string, filename: string, signal: AbortSignal): Promise<RouteSelection | undefined> => {
+      const admission = await gate.enter(signal)
+      try {
+        const selected = await service.selectVersion(packageName, filename, admission, signal)
+        return selected === undefined ? undefined : { ...selected, publishedAt: selected.publishedAt === undefined ? undefined : new Date(selected.publishedAt) }
+      } finally {
+        admission.release()
+      }
+    }
+    const evaluate = (facts: VersionFacts): Decision => policy.evaluator.evaluate(facts, 'admission')
+    const why = createWhyHandler({ selectVersion, evaluate, rules: jsMount.rules, clock })
     const artifact = createArtifactHandler({
       ecosystem: 'js',
       privateClient,
       publicClient,
-      // A public artifact decision takes the gate's entry step (SPEC.md 8.1); a private hit never gets here.
-      selectVersion: async (packageName, filename, signal) => {
-        const admission = await gate.enter(signal)
-        try {
-          const selected = await service.selectVersion(packageName, filename, admission, signal)
-          return selected === undefined ? undefined : { ...selected, publishedAt: selected.publishedAt === undefined ? undefined : new Date(selected.publishedAt) }
-        } finally {
-          admission.release()
-        }
-      },
-      evaluate: (facts) => policy.evaluator.evaluate(facts, 'admission'),
+      selectVersion,
+      evaluate,
       observe: policy.observeDecision,
       rules: jsMount.rules,
       integrityFloor: jsMount.integrityFloor,
@@ -195,17 +212,43 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       logger,
       counters: artifactCounters,
       clock,
+      // The edge token is this proxy's own: never forwarded to the private upstream (server/http/edge-auth.ts).
+      forwardClientCredential: config.server.edgeTokens.length === 0,
     })
     // Embedded queue: this process owns its folder, so it runs the worker too (SQS: `service mirror` does).
     if (embedded !== undefined && jsMount.mirror !== undefined && publicClient !== undefined) {
-      mirrorWorker = await attachMirrorWorker({ config, logger, clock, queue: embedded, source: publicClient, mount: jsMount, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value })
+      mirrorWorker = await attachMirrorWorker({ config, logger, clock, queue: embedded, source: publicClient, mount: jsMount, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials })
       snapshots['service.mirror.jobs.processed'] = () => mirrorWorker?.counters.snapshot()
     }
+    // The publish relay (SPEC.md 4.3); without a target the mount answers 405.
+    const publish = jsMount.publish
+    const publishTarget = publish === undefined ? undefined : new PublishTarget({
+      url: publish.target,
+      token: publish.token,
+      ...(publish.credential === undefined ? {} : { credential: credentials.source(publish.credential) }),
+      proxyId: marker,
+    })
+    if (publishTarget !== undefined) clients.push(publishTarget)
+    const publishCounters = new PublishCounters()
+    if (publish !== undefined) snapshots['service.publish'] = () => publishCounters.snapshot()
     mountJs(door, {
       hopMarker: marker,
+      edge: edgeAuthFor(config.server.edgeTokens),
+      ...(publish === undefined ? {} : { refusedBodyBytes: publish.maxBodyBytes }),
       handlers: {
         packument: createPackumentHandler({ service, gate, logger }),
         artifact,
+        why,
+        ...(publish === undefined || publishTarget === undefined ? {} : {
+          publish: createPublishHandler({
+            publish,
+            target: publishTarget,
+            publicHasName: publicClient === undefined ? undefined : (name, signal) => publicHasName(publicClient, name, signal),
+            gate,
+            logger,
+            counters: publishCounters,
+          }),
+        }),
       },
     })
   }

@@ -89,6 +89,13 @@ export interface ArtifactRouteDeps {
   counters: ArtifactCounters
   /** Stamps `enqueuedAt`; the system clock when absent. */
   clock?: Clock
+  /**
+   * False when edge tokens are configured (SPEC.md 5.1): the client's
+   * Authorization then carries the edge token, which is this proxy's and is
+   * never sent upstream; the private leg sends the private upstream's own
+   * configured token instead, or nothing. Default true (SPEC.md 5.2).
+   */
+  forwardClientCredential?: boolean
 }
 
 export type ArtifactHandler = (exchange: Exchange, pkg: string, filename: string) => Promise<void>
@@ -250,6 +257,7 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
   }
 
   const bearerOf = (exchange: Exchange): { bearer?: BearerToken } => {
+    if (deps.forwardClientCredential === false) return {}
     const bearer = clientBearer(exchange.header('authorization'))
     return bearer === undefined ? {} : { bearer }
   }

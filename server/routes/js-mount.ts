@@ -7,7 +7,10 @@
  */
 import { ServiceError } from '../../engine/errors.js'
 import type { Exchange } from '../http/exchange.js'
+import { EDGE_CHALLENGE, type EdgeAuth } from '../http/edge-auth.js'
 import type { FrontDoor } from '../http/front-door.js'
+import { respondAfterBody } from '../http/request-body.js'
+import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
 import { carriesHopMarker } from './hop-marker.js'
 import { matchJsRoute } from './js-routes.js'
 
@@ -16,12 +19,18 @@ export interface JsMountHandlers {
   artifact?(exchange: Exchange, pkg: string, filename: string): void | Promise<void>
   /** Absent when no publication target is configured: 405 (SPEC.md 4.3). */
   publish?(exchange: Exchange, pkg: string): void | Promise<void>
+  /** `GET /js/-/why/{package}/{version}`. */
+  why?(exchange: Exchange, pkg: string, version: string): void | Promise<void>
 }
 
 export interface JsMountOptions {
   /** This deployment's `Via` pseudonym; outgoing upstream requests carry it. */
   readonly hopMarker: string
   readonly handlers: JsMountHandlers
+  /** With edge tokens configured: every request under the mount needs one (SPEC.md 5.1); undefined: no check. */
+  readonly edge?: EdgeAuth
+  /** The most body a refused write is read and dropped up to before its answer (request-body.ts); default the publish bound's default. */
+  readonly refusedBodyBytes?: number
 }
 
 const errors = {
@@ -29,13 +38,20 @@ const errors = {
   search: new ServiceError('UNSUPPORTED', { message: 'search is unsupported' }),
   distTags: new ServiceError('UNSUPPORTED', { message: 'dist-tags are owned by the publication target; this proxy has no mutable named pointer' }),
   noPublish: new ServiceError('PUBLISH_NOT_CONFIGURED'),
+  metadataChange: new ServiceError('PUBLISH_METADATA_CHANGE'),
   loop: new ServiceError('UPSTREAM_LOOP'),
 }
 
 export function mountJs(door: FrontDoor, options: JsMountOptions): void {
-  const { handlers, hopMarker } = options
+  const { handlers, hopMarker, edge } = options
+  const refusedBodyBytes = options.refusedBodyBytes ?? DEFAULT_PUBLISH_MAX_BODY_BYTES
   const handle = (ex: Exchange): void | Promise<void> => {
     const head = ex.method === 'HEAD'
+    // Before anything else, the ping and unknown paths included: without a token nothing under the mount answers.
+    if (edge !== undefined && !edge.admits(ex.header('authorization'))) {
+      respondAfterBody(ex, edge.refusal, { maxBytes: refusedBodyBytes, headers: { 'www-authenticate': EDGE_CHALLENGE } })
+      return
+    }
     const route = matchJsRoute(ex.method, ex.path)
     if (route.kind !== 'ping' && route.kind !== 'not_found' && carriesHopMarker(ex.header('via'), hopMarker)) {
       ex.respondError(errors.loop, { head })
@@ -54,9 +70,15 @@ export function mountJs(door: FrontDoor, options: JsMountOptions): void {
       case 'artifact':
         if (handlers.artifact !== undefined) return handlers.artifact(ex, route.package, route.filename)
         break
+      case 'why':
+        if (handlers.why !== undefined) return handlers.why(ex, route.package, route.version)
+        break
       case 'publish':
         if (handlers.publish !== undefined) return handlers.publish(ex, route.package)
-        ex.respondError(errors.noPublish)
+        respondAfterBody(ex, errors.noPublish, { maxBytes: refusedBodyBytes })
+        return
+      case 'metadata_change':
+        respondAfterBody(ex, errors.metadataChange, { maxBytes: refusedBodyBytes })
         return
       case 'not_found':
         break

@@ -16,7 +16,11 @@ export type JsRoute =
   | { readonly kind: 'unsupported'; readonly what: 'search' | 'dist-tags' }
   | { readonly kind: 'packument'; readonly package: string }
   | { readonly kind: 'publish'; readonly package: string }
+  /** npm unpublish's writes (`/-rev/{rev}` on the package or its tarball): made at the publication target (501). */
+  | { readonly kind: 'metadata_change'; readonly package: string }
   | { readonly kind: 'artifact'; readonly package: string; readonly filename: string }
+  /** `GET /js/-/why/{package}/{version}`: the admission decision for one public version (issue 17 item 5). */
+  | { readonly kind: 'why'; readonly package: string; readonly version: string }
   | { readonly kind: 'not_found' }
 
 const NOT_FOUND: JsRoute = Object.freeze({ kind: 'not_found' })
@@ -42,6 +46,13 @@ export function matchJsRoute(method: string, rawPath: string): JsRoute {
   if (rest.length === 2 && rest[0] === '-' && read) {
     return { kind: 'artifact', package: pkg, filename: rest[1] as string }
   }
+  // libnpmpublish unpublish: DELETE {pkg}/-rev/{rev} (all versions), PUT {pkg}/-rev/{rev} (one version's
+  // packument rewrite), then DELETE {tarball}/-rev/{rev}.
+  const revision = rest.length === 2 && rest[0] === '-rev' && rest[1] !== ''
+  if (revision && (method === 'PUT' || method === 'DELETE')) return { kind: 'metadata_change', package: pkg }
+  if (rest.length === 4 && rest[0] === '-' && rest[2] === '-rev' && rest[3] !== '' && method === 'DELETE') {
+    return { kind: 'metadata_change', package: pkg }
+  }
   return NOT_FOUND
 }
 
@@ -49,6 +60,12 @@ function matchSpecial(method: string, read: boolean, rest: readonly string[]): J
   if (rest.length === 1 && rest[0] === 'ping') return read ? { kind: 'ping' } : NOT_FOUND
   if (rest.length === 2 && rest[0] === 'v1' && rest[1] === 'search') {
     return read ? { kind: 'unsupported', what: 'search' } : NOT_FOUND
+  }
+  if (rest[0] === 'why' && read) {
+    const split = splitPackage(rest.slice(1))
+    if (split === undefined) return NOT_FOUND
+    const [pkg, tail] = split
+    return tail.length === 1 && tail[0] !== '' ? { kind: 'why', package: pkg, version: tail[0] as string } : NOT_FOUND
   }
   if (rest[0] === 'package') {
     const split = splitPackage(rest.slice(1))

@@ -61,6 +61,19 @@ t.test('npm and pnpm install through the proxy; a denied version is never instal
     t.match(`${run.stdout}\n${run.stderr}`, /ETARGET|No matching version|notarget/i)
   })
 
+  t.test('/-/why answers the decision for a version, as JSON', async (t) => {
+    const denied = await proxy.get('/js/-/why/e2e-util/1.2.0')
+    t.equal(denied.status, 200)
+    t.match(denied.json(), { package: 'e2e-util', version: '1.2.0', phase: 'admission', verdict: 'deny', rule: 'DenyIdentity', ruleNumber: 1, reason: 'identity', message: 'e2e-util@1.2.0 is denied by name and version: DenyIdentity (rule 1) lists it' })
+    const admitted = await proxy.get('/js/-/why/e2e-util/1.1.0')
+    t.match(admitted.json(), { verdict: 'admit', rule: 'AllowIfOlderThan', ruleNumber: 2, reason: 'quarantine', admittedFrom: null, message: /^e2e-util@1\.1\.0 is admitted by AllowIfOlderThan \(rule 2\)/ })
+    t.match((admitted.json() as { publishedAt: string }).publishedAt, /^\d{4}-\d\d-\d\dT/)
+    const unknown = await proxy.get('/js/-/why/e2e-util/9.9.9')
+    t.equal(unknown.status, 404)
+    t.match(unknown.json(), { error: /not a public version this proxy can see/ })
+    t.equal((await proxy.get('/js/-/why/e2e-util/1.0.0%0d%0a')).status, 404, 'a version that is no version: 404 before any lookup')
+  })
+
   t.test('the denied tarball is refused even when asked for directly', async (t) => {
     const res = await proxy.get('/js/e2e-util/-/e2e-util-1.2.0.tgz')
     t.equal(res.status, 403)

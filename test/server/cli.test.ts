@@ -18,10 +18,10 @@ t.test('a refused configuration aborts the boot with exit 2 and every problem li
 
 t.test('roles this build cannot run refuse with exit 2', async (t) => {
   for (const args of [['dredger'], ['dredger', '--dry-run']]) {
-    const run = runService(t, args, OFFLINE)
+    const run = runService(t, args, { ...OFFLINE, SERVICE_SERVER__PORT: '0' })
     const { code } = await run.exited
-    t.equal(code, 2, args.join(' '))
-    t.match(run.stderr(), /a role this build cannot run/)
+    t.equal(code, 2, `${args.join(' ')} without an inventory cannot start`)
+    t.match(run.stderr(), /service dredger needs mounts\.js\.mirror/)
   }
   const mirror = runService(t, ['mirror'], OFFLINE)
   t.equal((await mirror.exited).code, 2, 'mirror without a mirror target cannot start')
@@ -52,7 +52,6 @@ t.test('check-config refuses exactly what boot refuses: exit 2 and the same repo
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   // Each document was once refused only when the proxy started, after check-config had passed it.
   const documents: Record<string, string> = {
-    publish: 'mounts: { js: { publish: { target: "https://publish.example/", scopes: ["@acme"] } } }\n',
     'upstream-query': 'mounts: { js: { upstreams: { private: { url: "https://private.example/npm/?shard=2" } } } }\n',
     'upstream-fragment': 'mounts: { js: { upstreams: { private: { url: "https://private.example/npm/#top" } } } }\n',
     'internal-range': 'mounts: { js: { upstreams: { public: { allowInternalRanges: ["127.0.0.0/33", "localhost"] } } } }\n',

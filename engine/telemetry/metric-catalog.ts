@@ -1,0 +1,188 @@
+/**
+ * The SPEC.md 6.3 metric set, read from a role's `metrics()` snapshot
+ * (server/roles/role-context.ts). Each entry names one OpenTelemetry
+ * instrument and says how to read its observations from the snapshot at
+ * collection time, so the counting code keeps plain integers and never
+ * imports telemetry (DESIGN.md "One instrument layer").
+ *
+ * Every label value of a counter is observed on every collection, zeros
+ * included, so each series exists from boot and an alert on a rate never
+ * starts from a missing series. A part the role does not run (no cache
+ * without a js mount, no mirror counters without a mirror) has no series.
+ *
+ * Names follow SPEC.md 6.3. The Prometheus exposition adds `_total` to
+ * counters; names of gauges already end in their unit word (`_bytes`,
+ * `.seconds`), so no unit suffix is needed for them (see
+ * prometheus-views.ts for the semantic-convention histograms).
+ */
+import type { Attributes } from '@opentelemetry/api'
+
+export type MetricKind = 'counter' | 'gauge'
+
+export type Observe = (value: number, attributes?: Attributes) => void
+
+export interface MetricSpec {
+  readonly name: string
+  readonly kind: MetricKind
+  /** UCUM, as OpenTelemetry expects: `By`, `s`, `1` or an annotation such as `{request}`. */
+  readonly unit: string
+  readonly description: string
+  readonly read: (snapshot: Readonly<Record<string, unknown>>, observe: Observe) => void
+}
+
+export type RoleSnapshot = Readonly<Record<string, unknown>>
+
+type Numbers = Readonly<Record<string, unknown>>
+
+function part(snapshot: RoleSnapshot, key: string): Numbers | undefined {
+  const value = snapshot[key]
+  return typeof value === 'object' && value !== null ? value as Numbers : undefined
+}
+
+function numberAt(from: Numbers | undefined, key: string): number | undefined {
+  const value = from?.[key]
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined
+}
+
+/** One gauge or counter read from a field of a snapshot part. */
+function field(name: string, kind: MetricKind, unit: string, description: string, key: string, fieldName: string): MetricSpec {
+  return {
+    name, kind, unit, description,
+    read: (snapshot, observe) => {
+      const value = numberAt(part(snapshot, key), fieldName)
+      if (value !== undefined) observe(value)
+    },
+  }
+}
+
+/** A counter whose label values are the keys of a snapshot part (`{ cause: count }`), every key observed. */
+function labelled(name: string, unit: string, description: string, key: string, label: string): MetricSpec {
+  return {
+    name, kind: 'counter', unit, description,
+    read: (snapshot, observe) => {
+      const counts = part(snapshot, key)
+      if (counts === undefined) return
+      for (const [value, count] of Object.entries(counts)) {
+        if (typeof count === 'number') observe(count, { [label]: value })
+      }
+    },
+  }
+}
+
+const GATE = 'service.serve.admission.memory'
+const CREDENTIAL = 'service.credential'
+/** SPEC.md 5.5 provider labels, and the refresh results (engine/upstream/credentials/credential-counters.ts). */
+const CREDENTIAL_PROVIDERS = ['registry', 'managedRepo', 'selfHosted'] as const
+const REFRESH_RESULTS = ['success', 'failure'] as const
+const CACHE = 'service.metadata_cache'
+const CACHE_RESULTS = ['hit', 'miss', 'collapsed'] as const
+const CACHE_STORES = ['full', 'version', 'assembled'] as const
+type CacheStore = (typeof CACHE_STORES)[number]
+
+function cacheStore(snapshot: RoleSnapshot, store: CacheStore): Numbers | undefined {
+  const cache = part(snapshot, CACHE)
+  const value = cache?.[store]
+  return typeof value === 'object' && value !== null ? value as Numbers : undefined
+}
+
+function cacheRequests(name: string, store: CacheStore, what: string): MetricSpec {
+  return {
+    name, kind: 'counter', unit: '{request}',
+    description: `${what} store requests by result: hit uses a retained value, miss leads a fetch or render, collapsed joins a leader`,
+    read: (snapshot, observe) => {
+      const counts = cacheStore(snapshot, store)
+      if (counts === undefined) return
+      for (const result of CACHE_RESULTS) observe(numberAt(counts, result) ?? 0, { result })
+    },
+  }
+}
+
+function cacheResident(name: string, store: CacheStore, what: string): MetricSpec {
+  return {
+    name, kind: 'gauge', unit: 'By',
+    description: `accounted bytes of the ${what} store after insertion, eviction and expiry`,
+    read: (snapshot, observe) => {
+      const counts = cacheStore(snapshot, store)
+      if (counts !== undefined) observe(numberAt(counts, 'residentBytes') ?? 0)
+    },
+  }
+}
+
+export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
+  // Metadata cache (SPEC.md 6.3 "Cache semantics").
+  cacheRequests('service.metadata_cache.requests', 'full', 'full-document'),
+  cacheRequests('service.metadata_cache.version.requests', 'version', 'selected-version'),
+  cacheRequests('service.metadata_cache.assembled.requests', 'assembled', 'assembled-response'),
+  {
+    name: 'service.metadata_cache.refused', kind: 'counter', unit: '{value}',
+    description: 'fetched values a store could not retain (capacity refusals or backend failures), by store',
+    read: (snapshot, observe) => {
+      for (const store of CACHE_STORES) {
+        const counts = cacheStore(snapshot, store)
+        if (counts !== undefined) observe(numberAt(counts, 'refused') ?? 0, { store })
+      }
+    },
+  },
+  cacheResident('service.metadata_cache.resident_bytes', 'full', 'full-document'),
+  cacheResident('service.metadata_cache.version.resident_bytes', 'version', 'selected-version'),
+  cacheResident('service.metadata_cache.assembled.resident_bytes', 'assembled', 'assembled-response'),
+  {
+    name: 'service.metadata_cache.entries', kind: 'gauge', unit: '{entry}',
+    description: 'entry count of the full-document store',
+    read: (snapshot, observe) => {
+      const counts = cacheStore(snapshot, 'full')
+      if (counts !== undefined) observe(numberAt(counts, 'entries') ?? 0)
+    },
+  },
+
+  // Memory admission gate (SPEC.md 8.1).
+  field('service.serve.admission.memory.budget_bytes', 'gauge', 'By', 'current memory budget of the admission gate', GATE, 'budgetBytes'),
+  field('service.serve.admission.memory.charged_bytes', 'gauge', 'By', 'bytes held by requests in flight', GATE, 'chargedBytes'),
+  field('service.serve.admission.memory.brake_level', 'gauge', '1', 'memory brake level: 0 calm, 1 holding, 2 braking', GATE, 'brakeLevel'),
+  field('service.serve.admission.memory.waiting', 'gauge', '{request}', 'new requests waiting at the gate now', GATE, 'waiting'),
+  field('service.serve.admission.memory.paused_now', 'gauge', '{request}', 'started requests paused now', GATE, 'pausedNow'),
+  field('service.serve.admission.memory.queued', 'counter', '{request}', 'requests that waited for their entry step', GATE, 'queued'),
+  field('service.serve.admission.memory.shed', 'counter', '{request}', 'requests refused at the gate', GATE, 'shed'),
+  field('service.serve.admission.memory.pauses', 'counter', '{pause}', 'times a started request paused', GATE, 'pauses'),
+  field('service.serve.admission.memory.overdraws', 'counter', '{step}', 'steps taken past the budget', GATE, 'overdraws'),
+
+  // Advisory data freshness (SPEC.md 3.5).
+  {
+    name: 'service.advisory.source.age.seconds', kind: 'gauge', unit: 's',
+    description: 'age of the serving advisory push, by ecosystem; absent before the first sync',
+    read: (snapshot, observe) => {
+      const ages = part(snapshot, 'service.advisory.source.age.seconds')
+      if (ages === undefined) return
+      for (const [ecosystem, age] of Object.entries(ages)) if (typeof age === 'number') observe(age, { ecosystem })
+    },
+  },
+
+  // Upstream credentials (SPEC.md 5.5): the role's 'service.credential' part
+  // is `{ refresh: { '<provider>.<result>': n }, ttlSeconds: { <provider>: s } }`.
+  {
+    name: 'service.credential.token.ttl.seconds', kind: 'gauge', unit: 's',
+    description: 'shortest remaining lifetime among observed expiring credentials, by provider; whole seconds, zero when expired',
+    read: (snapshot, observe) => {
+      const ttl = part(part(snapshot, CREDENTIAL) ?? {}, 'ttlSeconds')
+      if (ttl === undefined) return
+      for (const [provider, seconds] of Object.entries(ttl)) if (typeof seconds === 'number') observe(seconds, { provider })
+    },
+  },
+  {
+    name: 'service.credential.refresh', kind: 'counter', unit: '{refresh}',
+    description: 'completed credential refresh attempts by provider and result',
+    read: (snapshot, observe) => {
+      const refresh = part(part(snapshot, CREDENTIAL) ?? {}, 'refresh')
+      if (refresh === undefined) return
+      // Every provider label and result from boot, so a rate alert never starts from a missing series.
+      for (const provider of CREDENTIAL_PROVIDERS) {
+        for (const result of REFRESH_RESULTS) observe(numberAt(refresh, `${provider}.${result}`) ?? 0, { provider, result })
+      }
+    },
+  },
+
+  // Upstream metadata reads (SPEC.md 6.2), mirror jobs (SPEC.md 6.1).
+  labelled('service.upstream.fetch.errors', '{error}', 'failed upstream metadata reads by cause', 'service.upstream.fetch.errors', 'cause'),
+  labelled('service.mirror.jobs.processed', '{job}', 'mirror jobs by result, including discarded', 'service.mirror.jobs.processed', 'result'),
+  labelled('service.packument.versions.dropped', '{version}', 'versions dropped from a packument as unreadable or inconsistent, by reason', 'service.packument.versions.dropped', 'reason'),
+])

@@ -1,0 +1,185 @@
+/**
+ * The Dredger's composition roots (SPEC.md 1.6, 3.1, 9):
+ *
+ * - `startDredger`: `service dredger`, a long-running role with the probes on
+ *   `SERVICE_SERVER__PORT`. At boot it runs one cycle (a full walk when
+ *   `dredger.fullWalk` is true, else a candidate cycle), then a candidate
+ *   cycle every `dredger.cycleSeconds`. A latched cap halt reports every
+ *   dredged mount `halted` on `/readyz` (503) until a restart.
+ * - `runDredgerDryRun`: `service dredger --dry-run [--json]`, one plan of the
+ *   same cycle with nothing deleted: a table on stdout, or JSON lines with
+ *   `--json`; log lines go to stderr so stdout is only the listing.
+ *
+ * Only the `js` mount has inventories in this build (npm registry protocol,
+ * engine/dredger/npm-inventory.ts). When the private upstream and the mirror
+ * target are one registry (the same base URL), it is one inventory, named
+ * `mirror_target`, so a version is not planned twice.
+ */
+import type { Writable } from 'node:stream'
+import type { Config, MountConfig } from '../../engine/config/config.js'
+import type { MountKey } from '../../engine/config/schema.js'
+import { ServiceError } from '../../engine/errors.js'
+import { DREDGER_REMOVALS_METRIC, DredgerCounters } from '../../engine/dredger/dredger-counters.js'
+import { Dredger, planRemovals, type CycleKind, type DredgedMount, type PlannedRemoval } from '../../engine/dredger/dredger.js'
+import { NpmInventory } from '../../engine/dredger/npm-inventory.js'
+import { RevocationJudge } from '../../engine/dredger/revocation-judge.js'
+import type { Logger } from '../../engine/log/logger.js'
+import { Liveness } from '../health/liveness.js'
+import { Readiness } from '../health/readiness.js'
+import { FrontDoor } from '../http/front-door.js'
+import { mountFallback } from '../routes/js-mount.js'
+import { mountProbes } from '../routes/probes.js'
+import type { RoleContext, RunningRole } from './role-context.js'
+import { planFor } from './runtime-plan.js'
+
+/** info: the role is up; names the mounts, inventories, cycle, cap and whether a full walk comes first. */
+export const DREDGER_STARTED = 'dredger started'
+/** warn: a mount with revocation rules that this build cannot clean (no npm inventory). */
+export const DREDGER_MOUNT_UNSUPPORTED = 'dredger: mount has no inventory this build can clean'
+/** warn (dry run): the plan is larger than the cap, so a real cycle would halt. */
+export const DREDGER_DRY_RUN_OVER_CAP = 'dredger dry run: a cycle would halt at the removal cap'
+/** error: a cycle failed as a whole (not one removal); the next cycle tries again. */
+export const DREDGER_CYCLE_FAILED = 'dredger cycle failed'
+
+/** The inventories of one mount, or undefined when it has none this build can clean. */
+function inventoriesOf(mount: MountConfig, maxDocumentBytes: number): NpmInventory[] | undefined {
+  if (mount.key !== 'js') return undefined
+  const inventories: NpmInventory[] = []
+  if (mount.mirror !== undefined) {
+    inventories.push(new NpmInventory({ name: 'mirror_target', url: mount.mirror.target, token: mount.mirror.token, maxDocumentBytes }))
+  }
+  const priv = mount.upstreams.private
+  if (priv !== undefined) {
+    const cache = new NpmInventory({ name: 'private_cache', url: priv.url, token: priv.token, maxDocumentBytes })
+    if (inventories.some((inventory) => inventory.baseUrl === cache.baseUrl)) void cache.close()
+    else inventories.push(cache)
+  }
+  return inventories.length === 0 ? undefined : inventories
+}
+
+/** The mounts the Dredger cleans; throws when there is none (boot abort, exit 2). */
+export function dredgedMounts(config: Config, logger: Logger, maxDocumentBytes: number): DredgedMount[] {
+  const mounts: DredgedMount[] = []
+  for (const [key, mount] of Object.entries(config.mounts) as [MountKey, MountConfig | undefined][]) {
+    if (mount === undefined) continue
+    const judge = new RevocationJudge(key, mount.rules)
+    const inventories = inventoriesOf(mount, maxDocumentBytes)
+    if (inventories === undefined) {
+      if (judge.candidates.length > 0) logger.warn(DREDGER_MOUNT_UNSUPPORTED, { mount: key })
+      continue
+    }
+    mounts.push({ key, judge, inventories })
+  }
+  if (mounts.length === 0) throw new ServiceError('CONFIG_INVALID', { message: 'service dredger needs mounts.js.mirror (the mirror target) or mounts.js.upstreams.private (the private cache)' })
+  return mounts
+}
+
+async function closeAll(mounts: readonly DredgedMount[]): Promise<void> {
+  await Promise.all(mounts.flatMap((mount) => mount.inventories.map((inventory) => inventory.close())))
+}
+
+function firstKind(config: Config): CycleKind {
+  return config.dredger.fullWalk ? 'full_walk' : 'candidate'
+}
+
+/** `service dredger`: the cycles, with the probes. */
+export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
+  const { config, logger } = ctx
+  const plan = await planFor(config)
+  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value)
+  const counters = new DredgerCounters()
+  const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
+  const readiness = new Readiness()
+  const liveness = new Liveness()
+  for (const mount of mounts) readiness.addMount(mount.key, false)
+  mountProbes(door, liveness, readiness)
+  mountFallback(door)
+  const dredger = new Dredger({
+    mounts, counters, logger,
+    maxRemovalsPerCycle: config.dredger.maxRemovalsPerCycle,
+    onHalt: (keys) => { for (const key of keys) readiness.markHalted(key) },
+  })
+
+  const stop = new AbortController()
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<void> | undefined
+  const cycle = (kind: CycleKind): void => {
+    timer = undefined
+    running = (async () => {
+      try {
+        await dredger.runCycle(kind, stop.signal)
+      } catch (error) {
+        if (!stop.signal.aborted) logger.error(DREDGER_CYCLE_FAILED, { kind, detail: error instanceof Error ? `${error.name}: ${error.message}` : String(error) })
+      }
+      running = undefined
+      if (!stop.signal.aborted) timer = setTimeout(() => cycle('candidate'), config.dredger.cycleSeconds * 1000)
+    })()
+  }
+
+  let port: number
+  try {
+    port = await door.listen()
+  } catch (error) {
+    await closeAll(mounts)
+    throw error
+  }
+  readiness.markStarted()
+  logger.info(DREDGER_STARTED, {
+    port,
+    mounts: Object.fromEntries(mounts.map((mount) => [mount.key, mount.inventories.map((inventory) => `${inventory.name} ${inventory.authority}`)])),
+    cycleSeconds: config.dredger.cycleSeconds,
+    maxRemovalsPerCycle: config.dredger.maxRemovalsPerCycle,
+    fullWalk: config.dredger.fullWalk,
+  })
+  cycle(firstKind(config))
+
+  const quiesce = (): void => {
+    stop.abort()
+    if (timer !== undefined) clearTimeout(timer)
+  }
+  return {
+    door,
+    readiness,
+    liveness,
+    quiesce,
+    release: async () => {
+      quiesce()
+      // A removal that started finishes (it takes no signal); the cycle stops before the next one.
+      await running
+      await closeAll(mounts)
+    },
+    metrics: () => ({ [DREDGER_REMOVALS_METRIC]: counters.snapshot() }),
+  }
+}
+
+export interface DryRunOutput {
+  readonly json: boolean
+  readonly out: Writable
+}
+
+/** The plan as stdout shows it: a table, or one JSON object per line. */
+export function formatPlan(removals: readonly PlannedRemoval[], json: boolean): string {
+  if (json) return removals.map((r) => `${JSON.stringify({ mount: r.mount, package: r.package, version: r.version, inventory: r.inventory, rule: r.rule })}\n`).join('')
+  const header = ['PACKAGE', 'VERSION', 'INVENTORY', 'RULE']
+  const rows = removals.map((r) => [r.package, r.version, r.inventory, r.rule])
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] as string).length)))
+  const line = (cells: readonly string[]): string => `${cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] as number))).join('  ')}\n`
+  return `${line(header)}${rows.map(line).join('')}`
+}
+
+/** `service dredger --dry-run`: plan the first cycle, print it, delete nothing. */
+export async function runDredgerDryRun(ctx: RoleContext, output: DryRunOutput): Promise<PlannedRemoval[]> {
+  const { config, logger } = ctx
+  const plan = await planFor(config)
+  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value)
+  try {
+    const { removals } = await planRemovals(mounts, firstKind(config), logger)
+    output.out.write(formatPlan(removals, output.json))
+    if (removals.length > config.dredger.maxRemovalsPerCycle) {
+      logger.warn(DREDGER_DRY_RUN_OVER_CAP, { cap: config.dredger.maxRemovalsPerCycle, count: removals.length })
+    }
+    return removals
+  } finally {
+    await closeAll(mounts)
+  }
+}

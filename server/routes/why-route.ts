@@ -1,0 +1,76 @@
+/**
+ * `GET /js/-/why/{package}/{version}` (issue 17 item 5): the admission
+ * decision for one public version, as JSON, for the developer who asks why
+ * `npm install` picked an older version or refused a tarball: the verdict,
+ * the rule (kind and its position in the mount's list, from 1), the phase,
+ * the cause and its evidence, the publish time, and when a quarantine
+ * admits it. The same selection and gate as the artifact route (the
+ * public document is read through the memory gate when the store lacks it),
+ * never an upstream the artifact route would not ask. A private version is
+ * not judged by rules (private hits are trusted), so it is not answered here.
+ */
+import { isServiceError, ServiceError, toServiceError } from '../../engine/errors.js'
+import { validatePackageName } from '../../engine/npm/names.js'
+import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import { explainRefusal } from '../../engine/policy/explain.js'
+import type { RuleConfig } from '../../engine/policy/rule-schema.js'
+import type { Clock } from '../../engine/clock.js'
+import type { Exchange } from '../http/exchange.js'
+import type { SelectedArtifact } from './artifact-route.js'
+
+export interface WhyRouteDeps {
+  readonly selectVersion: (packageName: string, filename: string, signal: AbortSignal) => Promise<SelectedArtifact | undefined>
+  readonly evaluate: (facts: VersionFacts) => Decision
+  readonly rules: readonly RuleConfig[]
+  readonly clock: Clock
+}
+
+/** A version as the route carries it: printable, no separators, bounded. */
+const VERSION = /^[0-9A-Za-z.+_-]{1,256}$/
+
+export function createWhyHandler(deps: WhyRouteDeps): (ex: Exchange, pkg: string, version: string) => Promise<void> {
+  return async (ex, pkg, version) => {
+    const head = ex.method === 'HEAD'
+    let name: string
+    try {
+      name = validatePackageName(pkg)
+      if (!VERSION.test(version)) throw new ServiceError('BAD_PACKAGE_NAME', { message: 'not a version' })
+    } catch (error) {
+      ex.respondError(toServiceError(error, 'BAD_PACKAGE_NAME'), { head })
+      return
+    }
+    const controller = new AbortController()
+    ex.onClose(() => controller.abort())
+    // npm names a tarball after the package's last segment and the version.
+    const filename = `${name.split('/').pop() ?? name}-${version}.tgz`
+    let selected: SelectedArtifact | undefined
+    try {
+      selected = await deps.selectVersion(name, filename, controller.signal)
+    } catch (error) {
+      if (ex.closed) return
+      ex.respondError(isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error }), { head })
+      return
+    }
+    if (ex.closed) return
+    if (selected === undefined || selected.version !== version) {
+      ex.respondError(new ServiceError('UPSTREAM_MISS', { message: `${name}@${version} is not a public version this proxy can see; a private version is served as the private registry has it, without rules` }), { head })
+      return
+    }
+    const facts: VersionFacts = { ecosystem: 'js', name, version, publishedAt: selected.publishedAt }
+    const decision = deps.evaluate(facts)
+    const explained = explainRefusal(decision, facts, deps.rules, deps.clock.now())
+    ex.respondJson(200, {
+      package: name,
+      version,
+      phase: 'admission',
+      verdict: decision.verdict,
+      rule: decision.rule ?? null,
+      ruleNumber: decision.ruleIndex === undefined ? null : decision.ruleIndex + 1,
+      reason: decision.reason,
+      evidence: decision.evidence,
+      publishedAt: selected.publishedAt?.toISOString() ?? null,
+      admittedFrom: explained?.admittedFrom ?? null,
+      message: explained?.message ?? `${name}@${version} is admitted by ${decision.rule ?? 'a rule'}${decision.ruleIndex === undefined ? '' : ` (rule ${decision.ruleIndex + 1})`}${decision.evidence.length > 0 ? `: ${decision.evidence.join(', ')}` : ''}`,
+    }, { head })
+  }
+}
