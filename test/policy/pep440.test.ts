@@ -1,5 +1,6 @@
 import t from 'tap'
 
+import { identityMatcher } from '../../engine/policy/identity-matcher.js'
 import { parsePep440Specifier } from '../../engine/policy/pep440-specifier.js'
 import { comparePep440, parsePep440 } from '../../engine/advisory/artifact/pep440.js'
 
@@ -58,4 +59,22 @@ t.test('PEP 440 specifier sets', async (t) => {
   for (const bad of ['>=1.*', '~=1', '==1.0a1.*', '>=1.0+local', 'what is this', '>=']) {
     t.type(parsePep440Specifier(bad), 'string', `${bad} is refused`)
   }
+})
+
+t.test('a py denial matches every version packaging reads as inside its range (the earlier matcher let these through)', async (t) => {
+  const cases: [string, string][] = [
+    ['>1.0a1', '1.0.post0'],
+    ['>1.0a1', '1.0'],
+    ['>1.0.dev1', '1.0+local'],
+    ['<1.0.post1', '1.0a1'],
+    ['<1.0.post1', '1.0.dev0'],
+  ]
+  for (const [spec, version] of cases) {
+    const s = parsePep440Specifier(spec)
+    if (typeof s === 'string') { t.fail(`${spec}: ${s}`); continue }
+    t.ok(s.matches(version), `${version} is inside ${spec}`)
+    const matcher = identityMatcher('py', 'Some_Pkg', spec)
+    t.ok(typeof matcher !== 'string' && matcher.matches('some-pkg', version), `DenyIdentity some-pkg ${spec} denies ${version}`)
+  }
+  t.type(parsePep440Specifier(''), 'string', 'an empty specifier is refused')
 })

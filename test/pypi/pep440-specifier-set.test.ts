@@ -7,7 +7,7 @@
 import t from 'tap'
 
 import { comparePep440, formatPep440, parsePep440 } from '../../engine/advisory/artifact/pep440.js'
-import { parseSpecifierClause, parseSpecifierSet, type Pep440SpecifierSet } from '../../engine/pypi/pep440-specifier-set.js'
+import { parseSpecifierClause, parseSpecifierSet, type Pep440SpecifierSet } from '../../engine/policy/pep440-specifier.js'
 
 const VERSIONS = [
   '1.0.dev0', '1.0.dev456', '1.0.dev456+local', '1.0a0', '1.0a0.post0.dev0', '1.0a0.post0', '1.0a1.dev1', '1.0a1.dev1+local',
