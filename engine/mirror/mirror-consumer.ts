@@ -27,6 +27,7 @@ import { systemClock } from '../clock.js'
 import { isServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
 import type { Queue, QueueMessage } from '../queue/queue.js'
+import { inRootSpan } from '../telemetry/work-span.js'
 import type { MirrorCounters } from './mirror-counters.js'
 import { decodeMirrorJob, type MirrorJob } from './mirror-job.js'
 import type { MirrorOutcome } from './mirror-worker.js'
@@ -192,7 +193,7 @@ export class MirrorConsumer {
     })
     let outcome: MirrorOutcome | undefined
     try {
-      outcome = await worker.process(job, controller.signal)
+      outcome = await inRootSpan('mirror job', { 'package.name': job.package, 'package.version': job.version, 'messaging.message.id': message.messageId }, () => worker.process(job, controller.signal))
     } catch (error) {
       if (!controller.signal.aborted) logger.warn(MIRROR_SETTLE_FAILED, { ...named, error: describe(error) })
     } finally {

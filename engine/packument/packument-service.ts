@@ -20,6 +20,7 @@ import { isServiceError, ServiceError } from '../errors.js'
 import type { Admission } from '../memory/gate.js'
 import { PAUSE_CAP_UPSTREAM_READ_MS, REQUEST_TIMEOUT_MS } from '../memory/gate.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
+import { inChildSpan } from '../telemetry/work-span.js'
 import { codedEtag, COMPRESS_MIN_BYTES, type ContentCoding } from './content-coding.js'
 import { withholdingError, type SelectedVersion } from './merge.js'
 import type { PackumentOutcome } from './pipeline.js'
@@ -125,7 +126,7 @@ export class PackumentService {
     return cache.assembled.loadDerived(codedKey, async (signal) => {
       // The copy handed to the pool thread is this request's to carry while it is coded.
       await request.admission.charge(identity.body.byteLength, { timeoutMs: REQUEST_TIMEOUT_MS, signal })
-      const body = await compress(identity.body, coding, signal)
+      const body = await inChildSpan('packument compress', { 'package.name': request.packageName, 'http.response.content_coding': coding }, () => compress(identity.body, coding, signal))
       return { body, etag: codedEtag(identity.etag, coding), coding }
     }, request.signal)
   }
@@ -174,7 +175,7 @@ export class PackumentService {
 
     let outcome: PackumentOutcome
     try {
-      outcome = await this.#o.render({
+      outcome = await inChildSpan('packument render', { 'package.name': request.packageName, 'packument.form': request.abbreviated ? 'abbreviated' : 'full' }, () => this.#o.render({
         packageName: request.packageName,
         privateEtag: priv.kind === 'document' ? priv.etag : undefined,
         publicEtag: pub.kind === 'document' ? pub.etag : undefined,
@@ -184,7 +185,7 @@ export class PackumentService {
         publicChunks,
         charge: (bytes) => request.admission.charge(bytes, { timeoutMs: REQUEST_TIMEOUT_MS, signal }),
         signal,
-      })
+      }))
     } catch (error) {
       throw mostRecoverable([...failures, isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })])
     }

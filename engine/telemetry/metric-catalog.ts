@@ -108,6 +108,18 @@ function cacheResident(name: string, store: CacheStore, what: string): MetricSpe
   }
 }
 
+/** A gauge of seconds per ecosystem, read from the role snapshot part of the same name. */
+function ageByEcosystem(name: string, description: string): MetricSpec {
+  return {
+    name, kind: 'gauge', unit: 's', description,
+    read: (snapshot, observe) => {
+      const ages = part(snapshot, name)
+      if (ages === undefined) return
+      for (const [ecosystem, age] of Object.entries(ages)) if (typeof age === 'number') observe(age, { ecosystem })
+    },
+  }
+}
+
 export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
   // Metadata cache (SPEC.md 6.3 "Cache semantics").
   cacheRequests('service.metadata_cache.requests', 'full', 'full-document'),
@@ -146,16 +158,9 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
   field('service.serve.admission.memory.pauses', 'counter', '{pause}', 'times a started request paused', GATE, 'pauses'),
   field('service.serve.admission.memory.overdraws', 'counter', '{step}', 'steps taken past the budget', GATE, 'overdraws'),
 
-  // Advisory data freshness (SPEC.md 3.5).
-  {
-    name: 'service.advisory.source.age.seconds', kind: 'gauge', unit: 's',
-    description: 'age of the serving advisory push, by ecosystem; absent before the first sync',
-    read: (snapshot, observe) => {
-      const ages = part(snapshot, 'service.advisory.source.age.seconds')
-      if (ages === undefined) return
-      for (const [ecosystem, age] of Object.entries(ages)) if (typeof age === 'number') observe(age, { ecosystem })
-    },
-  },
+  // Advisory data freshness (SPEC.md 3.5, 6.3).
+  ageByEcosystem('service.advisory.source.age.seconds', 'age of the serving advisory push, by ecosystem; absent before the first sync'),
+  ageByEcosystem('service.advisory.database.age.seconds', 'age of the serving advisory database since its compile, by ecosystem; nothing while no artifact has loaded'),
 
   // Upstream credentials (SPEC.md 5.5): the role's 'service.credential' part
   // is `{ refresh: { '<provider>.<result>': n }, ttlSeconds: { <provider>: s } }`.

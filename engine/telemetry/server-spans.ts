@@ -10,7 +10,8 @@ import { methodAttribute } from './instruments.js'
 export interface ServerSpan {
   /** Runs `fn` with the span active. */
   run<T>(fn: () => T): T
-  end(status: number, reason: string): void
+  /** `route`: the template the mount matched, when finer than the one the span started with. */
+  end(status: number, reason: string, route?: string): void
 }
 
 export type ServerSpans = (method: string, route: string, headers: ReadonlyMap<string, string>) => ServerSpan
@@ -31,7 +32,11 @@ export function serverSpans(tracer: Tracer): ServerSpans {
     const active: Context = trace.setSpan(parent, span)
     return {
       run: (fn) => context.with(active, fn),
-      end: (status, reason) => {
+      end: (status, reason, finer) => {
+        if (finer !== undefined && finer !== route) {
+          span.updateName(`${attribute} ${finer}`)
+          span.setAttribute('http.route', finer)
+        }
         if (status > 0) span.setAttribute('http.response.status_code', status)
         if (reason !== 'completed') span.setAttribute('error.type', reason)
         // Server spans: a 4xx is the client's error, not ours (OTel HTTP conventions).

@@ -71,7 +71,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
 
   const loaded = loadConfig({ configPath: command.configPath, env })
   if (command.kind === 'check-config') {
-    process.exitCode = await runCheckConfig(loaded, { json: command.json, out: process.stdout, err: process.stderr })
+    process.exitCode = await runCheckConfig(loaded, { json: command.json, out: process.stdout, err: process.stderr, env })
     return
   }
   if (!loaded.ok) return bootAbort(formatProblems(loaded.problems))

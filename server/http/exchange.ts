@@ -93,6 +93,12 @@ export class Exchange {
   get status(): number { return this.#status }
   /** How the exchange ended; undefined while it runs. */
   get closeReason(): CloseReason | undefined { return this.#reason }
+  /**
+   * The route template a mount matched (`/js/{package}`), for telemetry's
+   * `http.route`; undefined leaves the front door's own pattern. Always a
+   * template from a fixed table, never the raw path: series stay bounded.
+   */
+  routeTemplate: string | undefined
 
   header(name: string): string | undefined {
     return this.headers.get(name)

@@ -137,8 +137,9 @@ export class FrontDoor {
         this.#inFlight--
         if (this.#inFlight === 0) for (const wake of this.#idleWaiters.splice(0)) wake()
         // The route template, never the raw path: the series stay bounded whatever clients ask for.
-        requests?.({ method: ended.method, route, status: ended.status, reason: ended.closeReason ?? 'completed', seconds: (performance.now() - started) / 1000 })
-        span?.end(ended.status, ended.closeReason ?? 'completed')
+        const template = ended.routeTemplate ?? route
+        requests?.({ method: ended.method, route: template, status: ended.status, reason: ended.closeReason ?? 'completed', seconds: (performance.now() - started) / 1000 })
+        span?.end(ended.status, ended.closeReason ?? 'completed', template)
       },
     })
     const refusal = requestFramingRefusal(exchange.header('content-length'), exchange.header('transfer-encoding'))

@@ -39,6 +39,8 @@ export interface AdvisoryConsumers {
   readonly consumers: ReadonlyMap<MountKey, AdvisoryConsumer>
   /** Seconds since each mount's serving push (`service.advisory.source.age.seconds`); absent before the first sync. */
   ages(): Readonly<Partial<Record<MountKey, number>>>
+  /** Seconds since each mount's serving database was compiled (`service.advisory.database.age.seconds`); absent while none serves. */
+  databaseAges(): Readonly<Partial<Record<MountKey, number>>>
   stop(): Promise<void>
 }
 
@@ -75,14 +77,17 @@ export function attachAdvisoryConsumers(options: AttachAdvisoryConsumersOptions)
   }
   return {
     consumers,
-    ages: () => {
-      const out: Partial<Record<MountKey, number>> = {}
-      for (const [key, consumer] of consumers) {
-        const age = consumer.pushAgeSeconds()
-        if (age !== undefined) out[key] = age
-      }
-      return out
-    },
+    ages: () => agesOf(consumers, (c) => c.pushAgeSeconds()),
+    databaseAges: () => agesOf(consumers, (c) => c.databaseAgeSeconds()),
     stop: async () => { await Promise.all([...consumers.values()].map((c) => c.stop())) },
   }
+}
+
+function agesOf(consumers: ReadonlyMap<MountKey, AdvisoryConsumer>, age: (consumer: AdvisoryConsumer) => number | undefined): Partial<Record<MountKey, number>> {
+  const out: Partial<Record<MountKey, number>> = {}
+  for (const [key, consumer] of consumers) {
+    const seconds = age(consumer)
+    if (seconds !== undefined) out[key] = seconds
+  }
+  return out
 }

@@ -11,11 +11,14 @@ import { formatProblems } from '../../engine/config/problems.js'
 import { describePlan } from '../../engine/memory/plan-report.js'
 import { EXIT } from '../lifecycle/exit-codes.js'
 import { planFor } from './runtime-plan.js'
+import { describeTelemetrySettings, readTelemetrySettings } from '../../engine/telemetry/telemetry-settings.js'
 
 export interface CheckConfigOutput {
   readonly json: boolean
   readonly out: NodeJS.WritableStream
   readonly err: NodeJS.WritableStream
+  /** The environment the telemetry settings come from (`OTEL_*`, `VENDOR_*`); default none. */
+  readonly env?: NodeJS.ProcessEnv
 }
 
 export const MAINTENANCE_CLIENT_NOTE = 'mirror store maintenance clients are not built by check-config; boot builds them against the live environment'
@@ -35,12 +38,15 @@ export async function runCheckConfig(loaded: LoadResult, output: CheckConfigOutp
   const { source, ...config } = loaded.config
   const managed = loaded.config.credentials.filter((c) => c.provider === 'managedRepo').map((c) => c.name)
   const notes = [MAINTENANCE_CLIENT_NOTE, ...(managed.length === 0 ? [] : [managedRegistryNote(managed)])]
-  const report = { ok: true, source, config, plan, notes }
+  // With telemetry on, the export settings as boot echoes them: OTLP header values redacted, only their names shown.
+  const telemetrySettings = config.observability.telemetry === 'on' ? readTelemetrySettings(output.env ?? {}) : undefined
+  const telemetry = telemetrySettings === undefined ? undefined : { ...describeTelemetrySettings(telemetrySettings), problems: telemetrySettings.problems }
+  const report = { ok: true, source, config, plan, ...(telemetry === undefined ? {} : { telemetry }), notes }
   if (output.json) {
     output.out.write(`${JSON.stringify(report)}\n`)
   } else {
     output.out.write(`configuration OK (${source.document === undefined ? 'embedded defaults and environment' : source.document})\n`)
-    output.out.write(`${JSON.stringify({ config, plan }, null, 2)}\n`)
+    output.out.write(`${JSON.stringify({ config, plan, ...(telemetry === undefined ? {} : { telemetry }) }, null, 2)}\n`)
     for (const note of notes) output.out.write(`note: ${note}\n`)
   }
   return EXIT.OK

@@ -31,6 +31,7 @@ import { mountFallback } from '../routes/js-mount.js'
 import { mountProbes } from '../routes/probes.js'
 import { describeObjectStore, openObjectStore } from './object-store.js'
 import type { RoleContext, RunningRole } from './role-context.js'
+import { inRootSpan } from '../../engine/telemetry/work-span.js'
 
 export const PILOT_LISTENING = 'pilot listening'
 /** error: one ecosystem's compile or publish failed; the next run retries it. */
@@ -77,7 +78,7 @@ export async function runPilot(options: PilotRunOptions): Promise<PilotRunReport
   const failed: { ecosystem: Ecosystem; error: ServiceError }[] = []
   for (const ecosystem of pilotEcosystems(config)) {
     try {
-      published.push(await compileAndPublish({
+      published.push(await inRootSpan('pilot compile', { ecosystem }, () => compileAndPublish({
         ecosystem,
         osvExportBaseUrl,
         epssFeedUrl: config.advisories.epssFeedUrl,
@@ -87,7 +88,7 @@ export async function runPilot(options: PilotRunOptions): Promise<PilotRunReport
         tmpDir,
         clock,
         logger,
-      }))
+      })))
     } catch (err) {
       const error = toServiceError(err)
       const cause = error.cause instanceof Error ? error.cause.message : undefined

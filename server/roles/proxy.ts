@@ -259,7 +259,10 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const advisories: AdvisoryConsumers | undefined = readers
     ? attachAdvisoryConsumers({ config, logger, clock, readiness, slots, store: await openObjectStore(config.store, clock) })
     : undefined
-  if (advisories !== undefined) snapshots['service.advisory.source.age.seconds'] = () => advisories.ages()
+  if (advisories !== undefined) {
+    snapshots['service.advisory.source.age.seconds'] = () => advisories.ages()
+    snapshots['service.advisory.database.age.seconds'] = () => advisories.databaseAges()
+  }
 
   const port = await door.listen()
   readiness.markStarted()

@@ -12,7 +12,7 @@ import type { FrontDoor } from '../http/front-door.js'
 import { respondAfterBody } from '../http/request-body.js'
 import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
 import { carriesHopMarker } from './hop-marker.js'
-import { matchJsRoute } from './js-routes.js'
+import { matchJsRoute, type JsRoute } from './js-routes.js'
 
 export interface JsMountHandlers {
   packument?(exchange: Exchange, pkg: string): void | Promise<void>
@@ -42,6 +42,18 @@ const errors = {
   loop: new ServiceError('UPSTREAM_LOOP'),
 }
 
+/** `http.route` per route kind (telemetry): the SPEC.md 4.1 templates, never the raw path. */
+const JS_ROUTE_TEMPLATES: Readonly<Record<JsRoute['kind'], string>> = {
+  ping: '/js/-/ping',
+  unsupported: '/js/-/*',
+  packument: '/js/{package}',
+  publish: '/js/{package}',
+  metadata_change: '/js/{package}/-rev/{rev}',
+  artifact: '/js/{package}/-/{filename}',
+  why: '/js/-/why/{package}/{version}',
+  not_found: '/js/*',
+}
+
 export function mountJs(door: FrontDoor, options: JsMountOptions): void {
   const { handlers, hopMarker, edge } = options
   const refusedBodyBytes = options.refusedBodyBytes ?? DEFAULT_PUBLISH_MAX_BODY_BYTES
@@ -53,6 +65,7 @@ export function mountJs(door: FrontDoor, options: JsMountOptions): void {
       return
     }
     const route = matchJsRoute(ex.method, ex.path)
+    ex.routeTemplate = JS_ROUTE_TEMPLATES[route.kind]
     if (route.kind !== 'ping' && route.kind !== 'not_found' && carriesHopMarker(ex.header('via'), hopMarker)) {
       ex.respondError(errors.loop, { head })
       return

@@ -15,6 +15,7 @@ import { validatePackageName } from '../../engine/npm/names.js'
 import { ABBREVIATED_MEDIA_TYPE } from '../../engine/packument/abbreviated-fields.js'
 import { negotiateCoding } from '../../engine/packument/content-coding.js'
 import type { PackumentService } from '../../engine/packument/packument-service.js'
+import { inChildSpan } from '../../engine/telemetry/work-span.js'
 import type { Exchange } from '../http/exchange.js'
 
 export interface PackumentRouteDeps {
@@ -56,7 +57,7 @@ export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exc
       admission?.release()
     })
     try {
-      admission = await gate.enter(controller.signal)
+      admission = await inChildSpan('gate enter', {}, () => gate.enter(controller.signal))
       if (ex.closed) return
       const assembled = await service.assemble({ packageName, abbreviated, coding, admission, signal: controller.signal })
       const headers: Record<string, string> = {

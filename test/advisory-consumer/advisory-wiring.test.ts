@@ -49,6 +49,7 @@ t.test('one consumer per mount that reads the database; first accepted generatio
   t.equal(slots.get('js'), jsSlot, 'the given slot is used')
   t.ok(slots.get('py') instanceof AdvisorySlot, 'a missing slot is made and added')
   t.same(wired.ages(), {}, 'no age before the first sync')
+  t.same(wired.databaseAges(), {}, 'no database age while no artifact has loaded')
 
   await store.put(advisoryObjectKey('js'), artifact({ epssStatus: 'unavailable' }), {})
   t.equal(await wired.consumers.get('js')?.poll(), 'rejected', 'js denies on EPSS: unavailable is refused')
@@ -62,6 +63,8 @@ t.test('one consumer per mount that reads the database; first accepted generatio
   t.equal(readiness.stateOf('py'), MOUNT_STATE.ready, 'ready at boot, untouched')
   clock.advance(90_000)
   t.same(wired.ages(), { js: 90 })
+  // The fixture artifact was compiled at 2026-01-01T00:00:00Z; the clock reads 2026-03-01T00:01:31Z.
+  t.same(wired.databaseAges(), { js: (Date.parse('2026-03-01T00:01:31Z') - Date.parse('2026-01-01T00:00:00Z')) / 1000 }, 'the database age counts from its compile')
 })
 
 t.test('the maximum age is the mount\'s own: a six-day maximum alarms at three days', async (t) => {

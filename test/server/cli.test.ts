@@ -42,6 +42,15 @@ t.test('check-config validates without starting a role; --json is one object', a
   t.equal(report.config.mounts.js.upstreams.private.token, '[REDACTED]')
   t.type(report.plan, 'object')
 
+  // Telemetry on: the export settings as boot echoes them, the collector's header values redacted.
+  const telemetry = runService(t, ['check-config', '--json'], {
+    ...OFFLINE, SERVICE_OBSERVABILITY__TELEMETRY: 'on', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector.internal:4318', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=collector-secret',
+  })
+  t.equal((await telemetry.exited).code, 0)
+  t.notMatch(telemetry.stdout(), /collector-secret/, 'OTLP header values redacted')
+  t.match(JSON.parse(telemetry.stdout()), { telemetry: { endpoint: 'http://collector.internal:4318', headers: { 'x-api-key': '[redacted]' }, traces: 'otlp' } })
+  t.notOk('telemetry' in (report as object), 'telemetry off: no telemetry echo')
+
   const bad = runService(t, ['check-config', '--json'], { ...OFFLINE, SERVICE_SERVER__PORT: 'x' })
   t.equal((await bad.exited).code, 2)
   t.match(JSON.parse(bad.stdout()), { ok: false, problems: [{ path: 'server.port' }] })

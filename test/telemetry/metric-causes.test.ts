@@ -43,6 +43,7 @@ t.test('one cause, one move', async (t) => {
   const mirror = new MirrorCounters()
   const fetchErrors = new UpstreamFetchCounters()
   const ages: Record<string, number> = {}
+  const databaseAges: Record<string, number> = {}
   const clock = new ManualClock()
   const credentials = new CredentialCounters(clock)
 
@@ -61,6 +62,7 @@ t.test('one cause, one move', async (t) => {
     'service.mirror.jobs.processed': mirror.snapshot(),
     'service.upstream.fetch.errors': fetchErrors.snapshot(),
     'service.advisory.source.age.seconds': { ...ages },
+    'service.advisory.database.age.seconds': { ...databaseAges },
     'service.credential': credentials.snapshot(),
   }))
   const scrape = async (): Promise<Map<string, number>> => samples(await (await request(`http://127.0.0.1:${port}/metrics`)).body.text())
@@ -106,8 +108,12 @@ t.test('one cause, one move', async (t) => {
 
   before = after
   ages['js'] = 42
+  databaseAges['js'] = 3600
   after = await scrape()
-  t.same(changes(before, after), { 'service_advisory_source_age_seconds{ecosystem="js"}': [undefined, 42] }, 'an advisory swap: the age appears with the first serving push')
+  t.same(changes(before, after), {
+    'service_advisory_source_age_seconds{ecosystem="js"}': [undefined, 42],
+    'service_advisory_database_age_seconds{ecosystem="js"}': [undefined, 3600],
+  }, 'an advisory swap: both ages appear with the first serving artifact, nothing before')
 
   before = after
   mirror.record('mirrored')

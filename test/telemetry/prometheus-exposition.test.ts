@@ -68,6 +68,8 @@ t.test('the exposition of a running proxy', { skip: hasPrometheus ? false : 'pro
   t.equal((await get(`${url}/metrics`)).status, 404, '/metrics on the proxy port answers 404 like any unmounted path')
   t.equal((await get(`${url}/livez`)).status, 200)
   t.equal((await get(`${url}/livez`)).status, 200)
+  t.equal((await get(`${url}/js/-/ping`)).status, 200)
+  t.equal((await get(`${url}/js/.bad-name`)).status, 404, 'a bad package name: 404 before any upstream')
 
   const first = await get(metricsUrl)
   t.equal(first.status, 200)
@@ -91,6 +93,9 @@ t.test('the exposition of a running proxy', { skip: hasPrometheus ? false : 'pro
   const livez = (s: string): number | undefined => sample(s, 'http_server_request_duration_seconds_count', 'http_route="/livez"', 'http_request_method="GET"', 'http_response_status_code="200"')
   t.equal(livez(text), 2, 'the two probes are timed under their route template')
   t.notOk(text.includes('http_route="/metrics"'), 'a raw path never becomes a route')
+  t.equal(sample(text, 'http_server_request_duration_seconds_count', 'http_route="/js/-/ping"', 'http_response_status_code="200"'), 1, 'the mount names its route template')
+  t.equal(sample(text, 'http_server_request_duration_seconds_count', 'http_route="/js/{package}"', 'http_response_status_code="404"'), 1, 'a packument request under /js/{package}, never its raw path')
+  t.notOk(text.includes('.bad-name'), 'the raw name is nowhere in the exposition')
   t.equal(sample(text, 'http_server_request_duration_seconds_count', 'http_route="/*"', 'http_response_status_code="404"'), 1, 'the 404 is timed under the fallback template')
   const second = await get(metricsUrl)
   t.equal(livez(second.text), 2, 'a scrape adds nothing to http.server.*')

@@ -103,6 +103,17 @@ export class AdvisoryConsumer {
     return Math.max(0, Math.floor((this.#options.clock.now() - at.getTime()) / 1000))
   }
 
+  /**
+   * Whole seconds since the serving database was compiled
+   * (`service.advisory.database.age.seconds`), or undefined while none is
+   * serving: the metric reports nothing before the first artifact loads.
+   */
+  databaseAgeSeconds(): number | undefined {
+    const compiled = this.#options.slot.serving?.database.metadata.compiledAt
+    if (compiled === undefined) return undefined
+    return Math.max(0, Math.floor((this.#options.clock.now() - compiled.getTime()) / 1000))
+  }
+
   /** Polls now and then every `intervalMs` until stopped; polls never overlap. */
   start(intervalMs: number): void {
     if (!Number.isFinite(intervalMs) || intervalMs <= 0) throw new RangeError(`intervalMs must be positive, got ${intervalMs}`)
