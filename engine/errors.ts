@@ -27,6 +27,7 @@ export const ERROR_TABLE = {
   UNSUPPORTED: { status: 501, message: 'unsupported by design' },
   BAD_PACKAGE_NAME: { status: 404, message: 'not a valid package name' },
   BAD_ARTIFACT_NAME: { status: 404, message: 'not a valid artifact file name' },
+  NOT_ACCEPTABLE: { status: 406, message: 'no representation the request accepts' },
   REQUEST_FRAMING_AMBIGUOUS: { status: 400, message: 'the request body framing is ambiguous' },
   REQUEST_CODING_UNSUPPORTED: { status: 501, message: 'the request uses a transfer coding other than chunked' },
 
@@ -166,4 +167,7 @@ export const CONFIG_REFUSAL = {
   credentialDuplicate: (name: string) => `credential ${JSON.stringify(name)} is defined twice`,
   credentialUnknown: (name: string) => `names no entry of credentials: ${JSON.stringify(name)}`,
   credentialWithToken: 'set token or credential, not both',
+  pyPublishNotBuilt: 'this build relays no py publishes (upload to your private index directly); remove the key',
+  pyMirrorNotBuilt: 'this build mirrors no py files yet (a mirror job needs a twine upload target worker); remove the key',
+  pyOnlyKey: 'only the py mount reads this key',
 } as const

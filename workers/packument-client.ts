@@ -13,7 +13,7 @@ import type { Ecosystem } from '../engine/advisory/artifact/database.js'
 import { isServiceError, ServiceError, toServiceError } from '../engine/errors.js'
 import type { PackumentOutcome } from '../engine/packument/pipeline.js'
 import { NO_STRUCTURE_LIMITS, type StructureLimits } from '../engine/packument/scanner.js'
-import type { ChargeReply, ChargeRequest, GateModule, PackumentTaskInput, PackumentTaskResult } from './packument-messages.js'
+import type { ChargeReply, ChargeRequest, GateModule, PackumentTaskInput, PackumentTaskResult, SerializedError } from './packument-messages.js'
 import { move, MovableMessage } from './packument-messages.js'
 
 export interface PackumentJob {
@@ -48,24 +48,45 @@ export interface PackumentJob {
  * chunk spans all of it, else a copy (a view into a shared pool slab must not
  * take the slab, nor detach it under its other users).
  */
-function transferable(chunk: Uint8Array): ArrayBuffer {
+export function transferable(chunk: Uint8Array): ArrayBuffer {
   const buffer = chunk.buffer
   if (buffer instanceof ArrayBuffer && chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength) return buffer
   // Uint8Array.prototype.slice copies; a Buffer's own slice() would not (it is a view).
   return Uint8Array.prototype.slice.call(chunk).buffer as ArrayBuffer
 }
 
-export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promise<PackumentOutcome> {
-  const privateChunks = job.privateChunks?.map(transferable)
-  const publicChunks = job.publicChunks?.map(transferable)
-  const { port1, port2 } = new MessageChannel()
+/** A channel whose first port answers the task's charge requests through `charge`; the second goes to the task. */
+export function chargeChannel(charge: (bytes: number, basisBytes: number) => Promise<void>): MessageChannel {
+  const channel = new MessageChannel()
+  const { port1 } = channel
   port1.on('message', (request: ChargeRequest) => {
     // Through a promise, so that a charge function that throws at once is a refusal, not an uncaught error.
-    Promise.resolve().then(() => job.charge(request.bytes, request.basisBytes)).then(
+    Promise.resolve().then(() => charge(request.bytes, request.basisBytes)).then(
       () => port1.postMessage({ type: 'granted' } satisfies ChargeReply),
       (error: unknown) => port1.postMessage({ type: 'refused', code: isServiceError(error) ? error.code : 'INTERNAL' } satisfies ChargeReply),
     )
   })
+  return channel
+}
+
+/** A pool rejection as a ServiceError: a worker that ran out of heap is its own code (STYLE.md rule 6). */
+export function poolFailure(error: unknown): ServiceError {
+  if ((error as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+    return new ServiceError('WORKER_OUT_OF_MEMORY', { cause: error })
+  }
+  return toServiceError(error)
+}
+
+/** A task's serialized error, thrown again on the main thread. */
+export function revived(error: SerializedError): ServiceError {
+  const { code, message, data, retryAfter } = error
+  return new ServiceError(code, { message, ...(data === undefined ? {} : { data }), ...(retryAfter === undefined ? {} : { retryAfter }) })
+}
+
+export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promise<PackumentOutcome> {
+  const privateChunks = job.privateChunks?.map(transferable)
+  const publicChunks = job.publicChunks?.map(transferable)
+  const { port1, port2 } = chargeChannel(job.charge)
   const input: PackumentTaskInput = {
     packageName: job.packageName,
     baseUrl: job.baseUrl,
@@ -85,20 +106,13 @@ export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promis
   try {
     result = await pool.run(move(new MovableMessage(input, transfer)), job.signal === undefined ? {} : { signal: job.signal }) as PackumentTaskResult
   } catch (error) {
-    // The worker died or the task was aborted. A worker that ran out of heap
-    // is its own code (STYLE.md rule 6); the caller returns the request's
-    // charges on any rejection, as at the end of every request.
-    if ((error as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
-      throw new ServiceError('WORKER_OUT_OF_MEMORY', { cause: error })
-    }
-    throw toServiceError(error)
+    // The worker died or the task was aborted; the caller returns the
+    // request's charges on any rejection, as at the end of every request.
+    throw poolFailure(error)
   } finally {
     port1.close()
   }
-  if (!result.ok) {
-    const { code, message, data, retryAfter } = result.error
-    throw new ServiceError(code, { message, ...(data === undefined ? {} : { data }), ...(retryAfter === undefined ? {} : { retryAfter }) })
-  }
+  if (!result.ok) throw revived(result.error)
   return {
     body: result.body === undefined ? undefined : new Uint8Array(result.body),
     etag: result.etag,

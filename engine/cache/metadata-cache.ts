@@ -122,6 +122,8 @@ export interface MetadataCacheOptions<S> {
   readonly selectedVersionSize: (value: S) => number
   readonly selectedVersionTtlMs?: number
   readonly assembledTtlMs?: number
+  /** Another mount's cache whose byte and entry bound this one shares (one `cache.maxBytes` for the process). */
+  readonly shareBudgetWith?: { readonly budget: CacheBudget }
 }
 
 export interface MetadataCacheSnapshot {
@@ -141,7 +143,7 @@ export class MetadataCache<S> {
   #budget: CacheBudget
 
   constructor(options: MetadataCacheOptions<S>) {
-    const budget = new CacheBudget(options.maxBytes, options.maxEntries)
+    const budget = options.shareBudgetWith?.budget ?? new CacheBudget(options.maxBytes, options.maxEntries)
     this.#budget = budget
     this.full = new FullDocumentReads()
     const versionCounters = new StoreCounters()
@@ -162,6 +164,8 @@ export class MetadataCache<S> {
     }), assembledCounters)
   }
 
+  get budget(): CacheBudget { return this.#budget }
+
   snapshot(): MetadataCacheSnapshot {
     return Object.freeze({
       full: this.full.snapshot(),
@@ -173,4 +177,21 @@ export class MetadataCache<S> {
       entries: this.#budget.entries,
     })
   }
+}
+
+function sumStores(a: StoreSnapshot, b: StoreSnapshot): StoreSnapshot {
+  return Object.freeze({
+    hit: a.hit + b.hit, miss: a.miss + b.miss, collapsed: a.collapsed + b.collapsed, refused: a.refused + b.refused,
+    residentBytes: a.residentBytes + b.residentBytes, entries: a.entries + b.entries,
+  })
+}
+
+/** The counters of caches sharing one budget, as one (SPEC.md 6.3 counts the process's cache, not a mount's). */
+export function combinedSnapshot(caches: readonly { snapshot(): MetadataCacheSnapshot }[]): MetadataCacheSnapshot | undefined {
+  const [first, ...rest] = caches.map((c) => c.snapshot())
+  if (first === undefined) return undefined
+  return rest.reduce((a, b) => Object.freeze({
+    full: sumStores(a.full, b.full), version: sumStores(a.version, b.version), assembled: sumStores(a.assembled, b.assembled),
+    maxBytes: a.maxBytes, maxEntries: a.maxEntries, residentBytes: a.residentBytes, entries: a.entries,
+  }), first)
 }

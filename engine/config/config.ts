@@ -66,6 +66,8 @@ export interface MountConfig {
   readonly publish: PublishConfig | undefined
   readonly mirror: TargetConfig | undefined
   readonly integrityFloor: IntegrityAlgorithm
+  /** py: a private project hides the public one of the same name (the dependency-confusion guard); js ignores it. */
+  readonly privateHidesPublic: boolean
   readonly rules: readonly RuleConfig[]
 }
 

@@ -22,7 +22,7 @@ import { BearerToken } from '../secret.js'
 import type { Config, CredentialConfig, MountConfig, PublicUpstreamConfig } from './config.js'
 import { readEnvironment } from './environment.js'
 import type { ConfigProblem } from './problems.js'
-import { ConfigSchema, MOUNT_KEYS, type MountKey } from './schema.js'
+import { ConfigSchema, DEFAULT_INTEGRITY_FLOOR, MOUNT_KEYS, type MountKey } from './schema.js'
 import { CONFIG_REFUSAL } from '../errors.js'
 import { checkObjectPrefix } from '../store/object-key.js'
 import { isCidr } from './cidr.js'
@@ -241,7 +241,8 @@ interface DefaultedMount {
   }
   publish?: { target: string; token?: string; scopes: string[]; maxBodyBytes: number; credential?: string }
   mirror?: { target: string; token?: string; credential?: string }
-  integrityFloor: MountConfig['integrityFloor']
+  integrityFloor?: MountConfig['integrityFloor']
+  privateHidesPublic?: boolean
   rules: MountConfig['rules'] extends readonly (infer R)[] ? R[] : never
 }
 
@@ -308,6 +309,9 @@ function resolveConfig(
     reference(at('upstreams.private.credential'), m.upstreams.private?.credential, m.upstreams.private?.token)
     reference(at('publish.credential'), m.publish?.credential, m.publish?.token)
     reference(at('mirror.credential'), m.mirror?.credential, m.mirror?.token)
+    if (key === 'py' && m.publish !== undefined) problems.push({ path: at('publish'), message: CONFIG_REFUSAL.pyPublishNotBuilt, source: sourceOf(at('publish')) })
+    if (key === 'py' && m.mirror !== undefined) problems.push({ path: at('mirror'), message: CONFIG_REFUSAL.pyMirrorNotBuilt, source: sourceOf(at('mirror')) })
+    if (key !== 'py' && m.privateHidesPublic !== undefined) problems.push({ path: at('privateHidesPublic'), message: CONFIG_REFUSAL.pyOnlyKey, source: sourceOf(at('privateHidesPublic')) })
     mounts[key] = {
       key,
       upstreams: {
@@ -326,7 +330,8 @@ function resolveConfig(
         target: m.mirror.target, token: token(m.mirror.token),
         ...(m.mirror.credential === undefined ? {} : { credential: m.mirror.credential }),
       },
-      integrityFloor: m.integrityFloor,
+      integrityFloor: m.integrityFloor ?? DEFAULT_INTEGRITY_FLOOR[key],
+      privateHidesPublic: m.privateHidesPublic ?? true,
       rules: m.rules,
     }
   }

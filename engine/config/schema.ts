@@ -163,6 +163,9 @@ export const DEFAULT_RULES = Object.freeze([
 
 export const INTEGRITY_ALGORITHMS = ['sha512', 'sha384', 'sha256', 'sha1'] as const
 
+/** The integrity floor of a mount that sets none: the digest its public registry publishes for every artifact. */
+export const DEFAULT_INTEGRITY_FLOOR = Object.freeze({ js: 'sha512', py: 'sha256' } as const)
+
 const MountSchema = Type.Object({
   upstreams: Type.Optional(Type.Object({
     private: Type.Optional(PrivateUpstreamSchema),
@@ -170,7 +173,9 @@ const MountSchema = Type.Object({
   }, { ...closed, default: {} })),
   publish: Type.Optional(PublishSchema),
   mirror: Type.Optional(TargetSchema),
-  integrityFloor: Type.Optional(Type.Union(INTEGRITY_ALGORITHMS.map((a) => Type.Literal(a)), { default: 'sha512', description: 'weakest dist.integrity algorithm a public artifact may carry' })),
+  // No schema default: js defaults to sha512 (what npm publishes), py to sha256 (what PyPI publishes); see DEFAULT_INTEGRITY_FLOOR.
+  integrityFloor: Type.Optional(Type.Union(INTEGRITY_ALGORITHMS.map((a) => Type.Literal(a)), { description: 'weakest digest a public artifact may carry; default sha512 for js, sha256 for py' })),
+  privateHidesPublic: Type.Optional(Type.Boolean({ description: 'py: a project the private index has hides the public project of the same name; default true' })),
   rules: Type.Optional(Type.Array(RULE_SCHEMA, { default: DEFAULT_RULES, description: 'admission rules of public versions; unset: the shipped defaults; [] denies every public version' })),
   // No default here: a mount exists only when configured (or by the mounts default below).
 }, closed)

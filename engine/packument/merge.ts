@@ -275,7 +275,7 @@ function decodeSlice(index: PackumentIndex, start: number, end: number, plain: b
   return start < 0 ? undefined : index.source.jsonString(start, end, plain)
 }
 
-function withholdingOf(decisions: readonly Decision[], unservable: number): Withholding | undefined {
+export function withholdingOf(decisions: readonly Decision[], unservable: number): Withholding | undefined {
   let expired: Decision | undefined
   let denied = unservable > 0
   const causes: Record<string, number> = unservable > 0 ? { unservable } : {}

@@ -18,7 +18,8 @@ import { assembledKey, selectedVersionKey } from '../cache/metadata-cache.js'
 import type { Clock } from '../clock.js'
 import { isServiceError, ServiceError } from '../errors.js'
 import type { Admission } from '../memory/gate.js'
-import { PAUSE_CAP_UPSTREAM_READ_MS, REQUEST_TIMEOUT_MS } from '../memory/gate.js'
+import { REQUEST_TIMEOUT_MS } from '../memory/gate.js'
+import { fetchCharged, type ChargedFetch } from '../upstream/charged-fetch.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
 import { inChildSpan } from '../telemetry/work-span.js'
 import { codedEtag, COMPRESS_MIN_BYTES, type ContentCoding } from './content-coding.js'
@@ -73,12 +74,6 @@ export interface PackumentRequest {
   readonly admission: Admission
   readonly signal: AbortSignal
 }
-
-type Fetched =
-  | { readonly kind: 'document'; readonly chunks: Uint8Array[]; readonly etag: string | undefined }
-  | { readonly kind: 'miss' }
-  | { readonly kind: 'failed'; readonly error: ServiceError }
-  | { readonly kind: 'absent' }
 
 /** Larger is more recoverable (SPEC.md 4.2). */
 function recoverability(error: ServiceError): number {
@@ -147,23 +142,9 @@ export class PackumentService {
   async #load(request: PackumentRequest, signal: AbortSignal): Promise<AssembledResponse> {
     const { privateClient, publicClient, ecosystem } = this.#o
     const perByte = SOURCE_CHARGE_PER_BYTE[ecosystem]
-    const fetchFrom = async (client: UpstreamClient | undefined): Promise<Fetched> => {
-      if (client === undefined) return { kind: 'absent' }
-      this.#o.cache.full.read()
-      try {
-        const result = await client.fetchDocument(request.packageName, {
-          signal,
-          onChunk: (chunk) => {
-            const bytes = Math.ceil(chunk.byteLength * perByte)
-            if (request.admission.tryCharge(bytes)) return undefined
-            return request.admission.charge(bytes, { timeoutMs: PAUSE_CAP_UPSTREAM_READ_MS, signal })
-          },
-        })
-        return result.kind === 'document' ? { kind: 'document', chunks: result.chunks, etag: result.etag } : { kind: 'miss' }
-      } catch (error) {
-        if (signal.aborted) throw error
-        return { kind: 'failed', error: isServiceError(error) ? error : new ServiceError('UPSTREAM_UNAVAILABLE', { cause: error }) }
-      }
+    const fetchFrom = (client: UpstreamClient | undefined): Promise<ChargedFetch> => {
+      if (client !== undefined) this.#o.cache.full.read()
+      return fetchCharged(client, (c, options) => c.fetchDocument(request.packageName, options), request.admission, perByte, signal)
     }
     const [priv, pub] = await Promise.all([fetchFrom(privateClient), fetchFrom(publicClient)])
     const failures = [priv, pub].flatMap((f) => (f.kind === 'failed' ? [f.error] : []))

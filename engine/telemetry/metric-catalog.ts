@@ -190,4 +190,5 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
   labelled('service.upstream.fetch.errors', '{error}', 'failed upstream metadata reads by cause', 'service.upstream.fetch.errors', 'cause'),
   labelled('service.mirror.jobs.processed', '{job}', 'mirror jobs by result, including discarded', 'service.mirror.jobs.processed', 'result'),
   labelled('service.packument.versions.dropped', '{version}', 'versions dropped from a packument as unreadable or inconsistent, by reason', 'service.packument.versions.dropped', 'reason'),
+  labelled('service.pypi.files', '{file}', 'py project page files dropped, refused for lack of an upload time, or colliding with a private file of another digest, by outcome', 'service.pypi.files', 'outcome'),
 ])

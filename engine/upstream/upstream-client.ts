@@ -111,7 +111,7 @@ export interface FetchDocumentOptions {
 }
 
 export type FetchedDocument =
-  | { readonly kind: 'document', readonly chunks: Uint8Array[], readonly bytes: number, readonly etag?: string, readonly lastModified?: string }
+  | { readonly kind: 'document', readonly chunks: Uint8Array[], readonly bytes: number, readonly etag?: string, readonly lastModified?: string, readonly contentType?: string }
   | { readonly kind: 'miss', readonly status: number }
 
 export interface OpenArtifactOptions {
@@ -276,7 +276,19 @@ export class UpstreamClient {
    * signal aborts, its reason is thrown and nothing is logged or counted.
    */
   async fetchDocument(packageName: string, options: FetchDocumentOptions = {}): Promise<FetchedDocument> {
-    const url = this.documentUrl(packageName)
+    return this.#fetchAt(this.documentUrl(packageName), packageName, options)
+  }
+
+  /**
+   * `{base}{project}/`: a Simple Repository API project page (PEP 503), the
+   * base being the index URL as pip's `--index-url` takes it. `project` is a
+   * PEP 503 normal name, so it needs no escaping. Same answers as fetchDocument.
+   */
+  async fetchProjectPage(project: string, options: FetchDocumentOptions = {}): Promise<FetchedDocument> {
+    return this.#fetchAt(new URL(`${this.#base.href}${project}/`), project, options)
+  }
+
+  async #fetchAt(url: URL, packageName: string, options: FetchDocumentOptions): Promise<FetchedDocument> {
     const upstream = authorityOf(url)
     const where = { upstream, package: packageName }
     const exchange = new AbortController()
@@ -322,11 +334,13 @@ export class UpstreamClient {
       }
       const etag = firstHeader(response.headers.etag)
       const lastModified = firstHeader(response.headers['last-modified'])
+      const contentType = firstHeader(response.headers['content-type'])
       return {
         kind: 'document',
         ...body,
         ...(etag === undefined ? {} : { etag }),
         ...(lastModified === undefined ? {} : { lastModified }),
+        ...(contentType === undefined ? {} : { contentType }),
       }
     } finally {
       clearTimeout(timer)

@@ -7,7 +7,8 @@
  */
 import { Piscina } from 'piscina'
 import { AdvisorySlot } from '../../engine/advisory/consumer/advisory-slot.js'
-import { MetadataCache } from '../../engine/cache/metadata-cache.js'
+import { combinedSnapshot, MetadataCache, type MetadataCacheSnapshot } from '../../engine/cache/metadata-cache.js'
+import type { CacheBudget } from '../../engine/cache/cache-budget.js'
 import type { MountConfig } from '../../engine/config/config.js'
 import { MOUNT_KEYS, type MountKey } from '../../engine/config/schema.js'
 import { AdmissionGate } from '../../engine/memory/gate.js'
@@ -22,7 +23,6 @@ import { maxAgeFor, needsAdvisoryDatabase } from '../../engine/policy/advisory-m
 import { AdvisoryOutage } from '../../engine/policy/advisory-outage.js'
 import type { AdvisoryObservation } from '../../engine/policy/decision.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
-import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import { createEvaluator } from '../../engine/policy/evaluator.js'
 import { SkippedCheckRecord } from '../../engine/policy/skipped-check-record.js'
 import type { Decision, Evaluator, VersionFacts } from '../../engine/policy/decision.js'
@@ -56,6 +56,9 @@ import { attachAdvisoryConsumers, readsAdvisories, type AdvisoryConsumers } from
 import { openObjectStore } from './object-store.js'
 import { planFor } from './runtime-plan.js'
 import { attachMirrorWorker, type MirrorAttachment } from './mirror.js'
+import { attachPyMount } from './py-wiring.js'
+import { mountClients } from './mount-clients.js'
+import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
 
 export const PROXY_LISTENING = 'proxy listening'
 export const ADVISORY_MAX_AGE = 'advisory database maximum age'
@@ -100,7 +103,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const jsMount = config.mounts.js
   // Upstream credential providers (SPEC.md 5.5): one source per name, shared, primed once at boot.
   const credentials = new CredentialRegistry(config.credentials, clock)
-  const credentialNames = [jsMount?.upstreams.private?.credential, jsMount?.publish?.credential, jsMount?.mirror?.credential].filter((n): n is string => n !== undefined)
+  const credentialNames = [...new Set([jsMount?.upstreams.private?.credential, jsMount?.publish?.credential, jsMount?.mirror?.credential, config.mounts.py?.upstreams.private?.credential].filter((n): n is string => n !== undefined))]
   if (credentialNames.length > 0) {
     await credentials.prime(credentialNames)
     snapshots['service.credential'] = () => credentials.counters.snapshot()
@@ -120,43 +123,26 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   }
 
   mountProbes(door, liveness, readiness)
+  // One cache budget for the process (cache.maxBytes); each mount keeps its own entries in it.
+  const caches: { snapshot(): MetadataCacheSnapshot, readonly budget: CacheBudget }[] = []
+  snapshots['service.metadata_cache'] = () => combinedSnapshot(caches)
+  const gateModule = siblingModule('../../workers/policy-gate')
+  const edge = edgeAuthFor(config.server.edgeTokens)
   if (jsMount !== undefined) {
-    const privateClient = jsMount.upstreams.private === undefined ? undefined : new UpstreamClient({
-      url: jsMount.upstreams.private.url,
-      trusted: true,
-      ...(jsMount.upstreams.private.token === undefined ? {} : { token: jsMount.upstreams.private.token }),
-      ...(jsMount.upstreams.private.credential === undefined ? {} : { credential: credentials.source(jsMount.upstreams.private.credential) }),
-      maxResponseBytes: plan.maxResponseBytes.value,
-      proxyId: marker,
-      logger,
-      counters,
-    })
-    const publicClient = jsMount.upstreams.public === undefined ? undefined : new UpstreamClient({
-      url: jsMount.upstreams.public.url,
-      trusted: false,
-      ...(jsMount.upstreams.public.caFile === undefined ? {} : { caFile: jsMount.upstreams.public.caFile }),
-      allowHosts: jsMount.upstreams.public.allowHosts,
-      allowInternalRanges: jsMount.upstreams.public.allowInternalRanges,
-      respectUpstreamTarballHost: config.respectUpstreamTarballHost,
-      maxResponseBytes: plan.maxResponseBytes.value,
-      proxyId: marker,
-      logger,
-      counters,
-    })
+    const { privateClient, publicClient } = mountClients(jsMount, { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker, logger })
     for (const client of [privateClient, publicClient]) if (client !== undefined) clients.push(client)
 
     const policy = mountPolicy(jsMount, ctx)
     slots.set('js', policy.slot)
-    const cache = new MetadataCache<SelectedArtifact>({
+    const cache: MetadataCache<SelectedArtifact> = new MetadataCache<SelectedArtifact>({
       maxBytes: plan.cacheBudgetBytes.value,
       maxEntries: CACHE_MAX_ENTRIES,
       clock,
       selectedVersionSize: (v) => 256 + v.tarball.length + (v.integrity?.length ?? 0) + v.filename.length,
     })
-    snapshots['service.metadata_cache'] = () => cache.snapshot()
+    caches.push(cache)
     const dropped = new DroppedVersionRecord({ logger, ecosystem: 'js' })
     snapshots['service.packument.versions.dropped'] = () => dropped.snapshot()
-    const gateModule = siblingModule('../../workers/policy-gate')
     const service = new PackumentService({
       ecosystem: 'js',
       privateClient,
@@ -233,7 +219,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     if (publish !== undefined) snapshots['service.publish'] = () => publishCounters.snapshot()
     mountJs(door, {
       hopMarker: marker,
-      edge: edgeAuthFor(config.server.edgeTokens),
+      edge,
       ...(publish === undefined ? {} : { refusedBodyBytes: publish.maxBodyBytes }),
       handlers: {
         packument: createPackumentHandler({ service, gate, logger }),
@@ -251,6 +237,29 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
         }),
       },
     })
+  }
+  const pyMount = config.mounts.py
+  if (pyMount !== undefined) {
+    const policy = mountPolicy(pyMount, ctx)
+    slots.set('py', policy.slot)
+    const py = attachPyMount({
+      door, config, mount: pyMount, pool, gate, gateModule, credentials, counters, marker, edge, logger, clock,
+      policy: {
+        evaluator: policy.evaluator,
+        gateOptions: policy.gateOptions,
+        generation: () => policy.slot.generation,
+        observeDecision: policy.observeDecision,
+        observePage: policy.observe,
+      },
+      maxResponseBytes: plan.maxResponseBytes.value,
+      shareBudgetWith: caches[0],
+      cacheBytes: plan.cacheBudgetBytes.value,
+      cacheEntries: CACHE_MAX_ENTRIES,
+      refusedBodyBytes: DEFAULT_PUBLISH_MAX_BODY_BYTES,
+    })
+    caches.push(py.cache)
+    clients.push(...py.clients)
+    Object.assign(snapshots, py.snapshots)
   }
   mountFallback(door)
 
@@ -291,8 +300,8 @@ interface MountPolicy {
   /** The main thread's evaluator (artifact decisions); workers build their own from `gateOptions`. */
   readonly evaluator: Evaluator
   readonly gateOptions: () => PolicyGateOptions
-  /** A packument's decisions (outage tracking only: skipped-check warnings are for artifacts). */
-  readonly observe: (outcome: PackumentOutcome) => void
+  /** A listing's decisions (outage tracking only: skipped-check warnings are for artifacts). */
+  readonly observe: (outcome: Pick<PackumentOutcome, 'observations' | 'advisoryAnswered'>) => void
   /** One public artifact decision: outage tracking and the skipped-check warning (SPEC.md 3.3, 6.2). */
   readonly observeDecision: (facts: VersionFacts, decision: Decision) => void
 }

@@ -38,6 +38,7 @@ import type { Logger } from '../../engine/log/logger.js'
 import { checkIntegrityFloor, type IntegrityAlgorithm } from '../../engine/mirror/integrity-floor.js'
 import { checkMirrorJob, type MirrorJob } from '../../engine/mirror/mirror-job.js'
 import { validateArtifactFilename, validatePackageName } from '../../engine/npm/names.js'
+import type { Ecosystem } from '../../engine/advisory/artifact/database.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { explainRefusal, type Explanation } from '../../engine/policy/explain.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
@@ -71,7 +72,7 @@ export interface SelectedArtifact {
 }
 
 export interface ArtifactRouteDeps {
-  ecosystem: 'js'
+  ecosystem: Ecosystem
   privateClient: UpstreamClient | undefined
   publicClient: UpstreamClient | undefined
   /** Selected-version lookup: the store first, else a public packument fetch (the lead implements it). undefined = the public upstream has no such version/file (404). May throw ServiceError (503 etc). */
@@ -96,6 +97,16 @@ export interface ArtifactRouteDeps {
    * configured token instead, or nothing. Default true (SPEC.md 5.2).
    */
   forwardClientCredential?: boolean
+  /**
+   * Where the private leg asks, or undefined to skip it. Default: the
+   * conventional location `{base}/{package}/-/{file}` (npm). The `py` mount
+   * has no conventional location: it answers from its project page.
+   */
+  privateUrl?(client: UpstreamClient, name: string, file: string, signal: AbortSignal): Promise<URL | undefined>
+  /** Checks the route's raw names and returns them decoded; throws a ServiceError. Default: npm's package and file name rules. */
+  validate?(rawPackage: string, rawFilename: string): readonly [name: string, file: string]
+  /** Media types that say a public success is not what was asked for (warned and counted, never mirrored). Default: text, JSON and XML. */
+  anomalousType?(contentType: string | undefined): boolean
 }
 
 export type ArtifactHandler = (exchange: Exchange, pkg: string, filename: string) => Promise<void>
@@ -221,8 +232,18 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
   }
 
   /** True when the private leg answered the request (or the client left meanwhile). */
-  const privateLeg = async (exchange: Exchange, client: UpstreamClient, name: string, file: string, options: OpenArtifactOptions): Promise<boolean> => {
-    const url = client.artifactUrl(name, file)
+  const privateLeg = async (exchange: Exchange, client: UpstreamClient, name: string, file: string, options: OpenArtifactOptions & { signal: AbortSignal }): Promise<boolean> => {
+    let located: URL | undefined
+    try {
+      located = deps.privateUrl === undefined ? client.artifactUrl(name, file) : await deps.privateUrl(client, name, file, options.signal)
+    } catch (error) {
+      if (exchange.closed) return true
+      counters.relay('private', 'failed')
+      exchange.respondError(toServiceError(error), { head: exchange.method === 'HEAD' })
+      return true
+    }
+    if (located === undefined || exchange.closed) return exchange.closed
+    const url = located
     const upstream = authorityOf(url)
     let response: ArtifactResponse
     try {
@@ -346,7 +367,7 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
       return
     }
     const contentType = response.headers['content-type']
-    const anomalous = visiblyNotArtifact(contentType) ? 'content_type' : undefined
+    const anomalous = (deps.anomalousType ?? visiblyNotArtifact)(contentType) ? 'content_type' : undefined
     if (anomalous !== undefined) {
       counters.anomalous(anomalous)
       logger.warn(ARTIFACT_RELAY_ANOMALOUS, { ...where, reason: anomalous, ...(contentType === undefined ? {} : { contentType }) })
@@ -382,8 +403,7 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
     let name: string
     let file: string
     try {
-      name = validatePackageName(rawPackage)
-      file = validateArtifactFilename(rawFilename)
+      [name, file] = deps.validate === undefined ? [validatePackageName(rawPackage), validateArtifactFilename(rawFilename)] : deps.validate(rawPackage, rawFilename)
     } catch (error) {
       exchange.respondError(toServiceError(error), { head })
       return

@@ -8,6 +8,7 @@
  * However the exchange ends, the upstream work is aborted and every charge
  * returns.
  */
+import type { AssembledResponse } from '../../engine/cache/metadata-cache.js'
 import { isServiceError, ServiceError, toServiceError } from '../../engine/errors.js'
 import type { Logger } from '../../engine/log/logger.js'
 import type { Admission, AdmissionGate } from '../../engine/memory/gate.js'
@@ -49,38 +50,59 @@ export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exc
     }
     const abbreviated = (ex.header('accept') ?? '').includes(ABBREVIATED_MEDIA_TYPE)
     const coding = negotiateCoding(ex.header('accept-encoding'))
-    const ifNoneMatch = ex.header('if-none-match')
-    const controller = new AbortController()
-    let admission: Admission | undefined
-    ex.onClose(() => {
-      controller.abort()
-      admission?.release()
-    })
-    try {
-      admission = await inChildSpan('gate enter', {}, () => gate.enter(controller.signal))
-      if (ex.closed) return
-      const assembled = await service.assemble({ packageName, abbreviated, coding, admission, signal: controller.signal })
-      const headers: Record<string, string> = {
+    await serveListing(ex, gate, {
+      assemble: (admission, signal) => service.assemble({ packageName, abbreviated, coding, admission, signal }),
+      headers: (assembled) => ({
         etag: assembled.etag,
         vary: 'Accept, Accept-Encoding',
         'cache-control': 'no-cache',
-      }
-      if (assembled.coding !== undefined) headers['content-encoding'] = assembled.coding
-      if (etagMatches(ifNoneMatch, assembled.etag)) {
-        ex.respond(304, headers, undefined, { head: true })
-        return
-      }
-      // The charge is held until uWS has taken the last byte (the finally below), not until a copy is queued.
-      await ex.respondBuffered(200, { ...headers, 'content-type': abbreviated ? ABBREVIATED_MEDIA_TYPE : 'application/json' }, assembled.body, { head })
-    } catch (error) {
-      if (ex.closed) return
-      const failure = isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })
-      if (failure.status >= 500 && failure.code !== 'GATE_SHED') {
-        logger.warn(PACKUMENT_REQUEST_FAILED, { package: packageName, code: failure.code, status: failure.status })
-      }
-      ex.respondError(failure, { head })
-    } finally {
-      admission?.release()
+        ...(assembled.coding === undefined ? {} : { 'content-encoding': assembled.coding }),
+      }),
+      contentType: abbreviated ? ABBREVIATED_MEDIA_TYPE : 'application/json',
+      failed: (failure) => logger.warn(PACKUMENT_REQUEST_FAILED, { package: packageName, code: failure.code, status: failure.status }),
+    })
+  }
+}
+
+export interface ListingAnswer {
+  assemble(admission: Admission, signal: AbortSignal): Promise<AssembledResponse>
+  /** The answer's headers but its type, also sent on a 304. */
+  headers(assembled: AssembledResponse): Record<string, string>
+  readonly contentType: string
+  /** A 5xx other than a shed, for the route's warn line. */
+  failed(failure: ServiceError): void
+}
+
+/**
+ * Answers a listing (a packument, a project page): take the gate's entry
+ * step, assemble, 304 on a matching `If-None-Match`, else 200 with the body.
+ * However the exchange ends, the upstream work is aborted and every charge
+ * returns; the charge is held until uWS has taken the last byte.
+ */
+export async function serveListing(ex: Exchange, gate: AdmissionGate, answer: ListingAnswer): Promise<void> {
+  const head = ex.method === 'HEAD'
+  const controller = new AbortController()
+  let admission: Admission | undefined
+  ex.onClose(() => {
+    controller.abort()
+    admission?.release()
+  })
+  try {
+    admission = await inChildSpan('gate enter', {}, () => gate.enter(controller.signal))
+    if (ex.closed) return
+    const assembled = await answer.assemble(admission, controller.signal)
+    const headers = answer.headers(assembled)
+    if (etagMatches(ex.header('if-none-match'), assembled.etag)) {
+      ex.respond(304, headers, undefined, { head: true })
+      return
     }
+    await ex.respondBuffered(200, { ...headers, 'content-type': answer.contentType }, assembled.body, { head })
+  } catch (error) {
+    if (ex.closed) return
+    const failure = isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })
+    if (failure.status >= 500 && failure.code !== 'GATE_SHED') answer.failed(failure)
+    ex.respondError(failure, { head })
+  } finally {
+    admission?.release()
   }
 }

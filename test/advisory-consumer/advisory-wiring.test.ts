@@ -11,7 +11,7 @@ import { attachAdvisoryConsumers, readsAdvisories } from '../../server/roles/adv
 import { artifact, tempStore } from './artifacts.js'
 
 function mount(key: MountKey, rules: RuleConfig[]): MountConfig {
-  return { key, upstreams: { private: undefined, public: undefined }, publish: undefined, mirror: undefined, integrityFloor: 'sha512', rules }
+  return { key, upstreams: { private: undefined, public: undefined }, publish: undefined, mirror: undefined, integrityFloor: 'sha512', privateHidesPublic: true, rules }
 }
 
 function config(mounts: Partial<Record<MountKey, MountConfig>>, maxAgeSeconds = 0): Pick<Config, 'advisories' | 'mounts'> {

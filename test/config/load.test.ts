@@ -248,3 +248,25 @@ t.test('no npm registry to default to is a problem', async (t) => {
   const result = loadConfig({ env: {}, npmRegistry: () => undefined })
   t.match(problems(result), [{ path: 'mounts.js.upstreams.public.url', message: /npm client/ }])
 })
+
+t.test('the py mount: sha256 integrity floor by default, privateHidesPublic, and the keys this build cannot honour', async (t) => {
+  const config = ok(t, load(await withDocument(t, `mounts:\n  js: {}\n  py:\n    upstreams:\n      public: { url: 'https://pypi.example/simple/' }\n`)))
+  t.equal(config.mounts.py?.integrityFloor, 'sha256', 'what a PyPI page publishes')
+  t.equal(config.mounts.js?.integrityFloor, 'sha512')
+  t.equal(config.mounts.py?.privateHidesPublic, true)
+  const mixed = ok(t, load(await withDocument(t, `mounts:\n  py:\n    privateHidesPublic: false\n    integrityFloor: sha512\n    upstreams:\n      public: { url: 'https://pypi.example/simple/' }\n`)))
+  t.equal(mixed.mounts.py?.privateHidesPublic, false)
+  t.equal(mixed.mounts.py?.integrityFloor, 'sha512')
+
+  const refused = problems(load(await withDocument(t, [
+    'mounts:',
+    '  js: { privateHidesPublic: false }',
+    '  py:',
+    "    upstreams: { public: { url: 'https://pypi.example/simple/' } }",
+    "    publish: { target: 'https://private.example/', scopes: ['x'] }",
+    "    mirror: { target: 'https://private.example/' }",
+    '',
+  ].join('\n'))))
+  t.same(refused.map((p) => p.path).sort(), ['mounts.js.privateHidesPublic', 'mounts.py.mirror', 'mounts.py.publish'])
+  t.match(refused.find((p) => p.path === 'mounts.py.publish')?.message, /relays no py publishes/)
+})

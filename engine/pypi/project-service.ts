@@ -1,0 +1,139 @@
+/**
+ * `GET /py/simple/{project}/` as a use case (issue 16), the `py` twin of
+ * PackumentService: fetch the private and public project pages concurrently
+ * (JSON preferred, HTML accepted), charging every decompressed chunk at 3.2
+ * bytes per byte (SPEC.md 8.1); hand them to the renderer (a pool task);
+ * decide the status with the same most-recoverable rule as `/js`; retain
+ * the assembled page per format and every file the page named, for the file
+ * route.
+ */
+import type { AssembledResponse, MetadataCache } from '../cache/metadata-cache.js'
+import { assembledKey, selectedVersionKey } from '../cache/metadata-cache.js'
+import type { Clock } from '../clock.js'
+import { isServiceError, ServiceError } from '../errors.js'
+import type { Admission } from '../memory/gate.js'
+import { REQUEST_TIMEOUT_MS } from '../memory/gate.js'
+import { withholdingError } from '../packument/merge.js'
+import { mostRecoverable, SOURCE_CHARGE_PER_BYTE } from '../packument/packument-service.js'
+import { inChildSpan } from '../telemetry/work-span.js'
+import { fetchCharged, type ChargedFetch } from '../upstream/charged-fetch.js'
+import type { UpstreamClient } from '../upstream/upstream-client.js'
+import type { PageFormat } from './content-negotiation.js'
+import type { PageFile } from './project-page.js'
+import { SIMPLE_HTML_V1, SIMPLE_JSON_V1, TEXT_HTML } from './simple-model.js'
+
+/** What the service asks upstreams for: PEP 691 JSON first, the HTML forms after (pypiserver speaks only `text/html`). */
+export const UPSTREAM_PAGE_ACCEPT = `${SIMPLE_JSON_V1}, ${SIMPLE_HTML_V1};q=0.2, ${TEXT_HTML};q=0.1`
+
+export interface UpstreamPageResult {
+  readonly chunks: Uint8Array[]
+  readonly contentType: string | undefined
+  readonly url: string
+}
+
+export interface PageRenderJob {
+  readonly project: string
+  readonly format: PageFormat
+  readonly now: number
+  readonly privatePage: UpstreamPageResult | undefined
+  readonly publicPage: UpstreamPageResult | undefined
+  /** Charges the response's share before rendering; rejects when refused. */
+  readonly charge: (bytes: number) => Promise<void>
+  readonly signal: AbortSignal
+}
+
+/** What a render returns (workers/py-page-task.ts PyPageOutcome). */
+export interface PageOutcome {
+  readonly body: Uint8Array | undefined
+  readonly etag: string | undefined
+  readonly files: readonly PageFile[]
+  readonly withholding: Parameters<typeof withholdingError>[0]
+}
+
+export interface ProjectServiceOptions<O extends PageOutcome> {
+  readonly privateClient: UpstreamClient | undefined
+  readonly publicClient: UpstreamClient | undefined
+  readonly render: (job: PageRenderJob) => Promise<O>
+  readonly cache: MetadataCache<PageFile>
+  readonly clock: Clock
+  readonly generation: () => number
+  /** Outage tracking, counters and the once-per-project logs of one render. */
+  readonly observe: (outcome: O, project: string) => void
+}
+
+export interface PageRequest {
+  /** The PEP 503 normal name. */
+  readonly project: string
+  readonly format: PageFormat
+  readonly admission: Admission
+  readonly signal: AbortSignal
+}
+
+export class ProjectService<O extends PageOutcome> {
+  readonly #o: ProjectServiceOptions<O>
+
+  constructor(options: ProjectServiceOptions<O>) {
+    this.#o = options
+  }
+
+  /** The assembled page (from the store, or led or joined). */
+  assemble(request: PageRequest): Promise<AssembledResponse> {
+    const key = assembledKey('py', request.project, request.format, this.#o.generation())
+    return this.#o.cache.assembled.load(key, (signal) => this.#load(request, signal), request.signal)
+  }
+
+  /**
+   * A file the project page names (offered or withheld), reading the page
+   * when the store lacks it: a client with a lockfile (`pip install -r` with
+   * hashes) may ask for a file it never read the page for.
+   */
+  async selectFile(project: string, filename: string, admission: Admission, signal: AbortSignal): Promise<PageFile | undefined> {
+    const key = selectedVersionKey('py', project, filename)
+    const hit = this.#o.cache.version.peek(key)
+    if (hit !== undefined) return hit
+    await this.assemble({ project, format: 'json', admission, signal }).catch((error: unknown) => {
+      if (!isServiceError(error) || error.code !== 'POLICY_WITHHELD') throw error
+    })
+    return this.#o.cache.version.peek(key)
+  }
+
+  async #load(request: PageRequest, signal: AbortSignal): Promise<AssembledResponse> {
+    const { privateClient, publicClient } = this.#o
+    const fetchFrom = async (client: UpstreamClient | undefined): Promise<[ChargedFetch, string]> => {
+      if (client !== undefined) this.#o.cache.full.read()
+      const url = client === undefined ? '' : `${client.baseUrl.href}${request.project}/`
+      const fetched = await fetchCharged(client, (c, options) => c.fetchProjectPage(request.project, { ...options, accept: UPSTREAM_PAGE_ACCEPT }), request.admission, SOURCE_CHARGE_PER_BYTE.py, signal)
+      return [fetched, url]
+    }
+    const [[priv, privUrl], [pub, pubUrl]] = await Promise.all([fetchFrom(privateClient), fetchFrom(publicClient)])
+    const failures = [priv, pub].flatMap((f) => (f.kind === 'failed' ? [f.error] : []))
+    const page = (f: ChargedFetch, url: string): UpstreamPageResult | undefined =>
+      f.kind === 'document' ? { chunks: f.chunks, contentType: f.contentType, url } : undefined
+    const privatePage = page(priv, privUrl)
+    const publicPage = page(pub, pubUrl)
+    if (privatePage === undefined && publicPage === undefined) {
+      throw mostRecoverable(failures) ?? new ServiceError('UPSTREAM_MISS')
+    }
+
+    let outcome: O
+    try {
+      outcome = await inChildSpan('project page render', { 'package.name': request.project, 'pypi.page.format': request.format }, () => this.#o.render({
+        project: request.project,
+        format: request.format,
+        now: this.#o.clock.now(),
+        privatePage,
+        publicPage,
+        charge: (bytes) => request.admission.charge(bytes, { timeoutMs: REQUEST_TIMEOUT_MS, signal }),
+        signal,
+      }))
+    } catch (error) {
+      throw mostRecoverable([...failures, isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })])
+    }
+    this.#o.observe(outcome, request.project)
+    for (const file of outcome.files) this.#o.cache.version.set(selectedVersionKey('py', request.project, file.filename), file)
+    if (outcome.body === undefined || outcome.etag === undefined) {
+      throw mostRecoverable([...failures, withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')])
+    }
+    return { body: outcome.body, etag: outcome.etag }
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * One upstream listing read for a request (a packument, a `py` project
+ * page), every decompressed chunk charged to the request's admission at the
+ * ecosystem's per-source-byte rate before the next is read (SPEC.md 8.1),
+ * and any failure without an answer kept as a value: the caller decides the
+ * status from both legs together (SPEC.md 4.2).
+ */
+import { isServiceError, ServiceError } from '../errors.js'
+import type { Admission } from '../memory/gate.js'
+import { PAUSE_CAP_UPSTREAM_READ_MS } from '../memory/gate.js'
+import type { FetchDocumentOptions, FetchedDocument, UpstreamClient } from './upstream-client.js'
+
+export type ChargedFetch =
+  | { readonly kind: 'document'; readonly chunks: Uint8Array[]; readonly etag: string | undefined; readonly contentType: string | undefined }
+  | { readonly kind: 'miss' }
+  | { readonly kind: 'failed'; readonly error: ServiceError }
+  | { readonly kind: 'absent' }
+
+export async function fetchCharged(
+  client: UpstreamClient | undefined,
+  fetch: (client: UpstreamClient, options: FetchDocumentOptions) => Promise<FetchedDocument>,
+  admission: Admission,
+  perSourceByte: number,
+  signal: AbortSignal,
+): Promise<ChargedFetch> {
+  if (client === undefined) return { kind: 'absent' }
+  try {
+    const result = await fetch(client, {
+      signal,
+      onChunk: (chunk) => {
+        const bytes = Math.ceil(chunk.byteLength * perSourceByte)
+        if (admission.tryCharge(bytes)) return undefined
+        return admission.charge(bytes, { timeoutMs: PAUSE_CAP_UPSTREAM_READ_MS, signal })
+      },
+    })
+    return result.kind === 'document'
+      ? { kind: 'document', chunks: result.chunks, etag: result.etag, contentType: result.contentType }
+      : { kind: 'miss' }
+  } catch (error) {
+    if (signal.aborted) throw error
+    return { kind: 'failed', error: isServiceError(error) ? error : new ServiceError('UPSTREAM_UNAVAILABLE', { cause: error }) }
+  }
+}

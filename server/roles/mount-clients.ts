@@ -1,0 +1,46 @@
+/** The upstream clients of a mount, built the same way for every ecosystem. */
+import type { Config, MountConfig } from '../../engine/config/config.js'
+import type { Logger } from '../../engine/log/logger.js'
+import type { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
+import type { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
+import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
+
+export interface ClientContext {
+  readonly config: Config
+  readonly credentials: CredentialRegistry
+  readonly counters: UpstreamFetchCounters
+  readonly maxResponseBytes: number
+  readonly marker: string
+  readonly logger: Logger
+}
+
+/**
+ * A mount's two upstream clients: the private one trusted, with its token or
+ * credential; the public one anonymous, https only, under the egress policy.
+ */
+export function mountClients(mount: MountConfig, c: ClientContext): { privateClient: UpstreamClient | undefined, publicClient: UpstreamClient | undefined } {
+  const privateClient = mount.upstreams.private === undefined ? undefined : new UpstreamClient({
+    url: mount.upstreams.private.url,
+    trusted: true,
+    ...(mount.upstreams.private.token === undefined ? {} : { token: mount.upstreams.private.token }),
+    ...(mount.upstreams.private.credential === undefined ? {} : { credential: c.credentials.source(mount.upstreams.private.credential) }),
+    maxResponseBytes: c.maxResponseBytes,
+    proxyId: c.marker,
+    logger: c.logger,
+    counters: c.counters,
+  })
+  const publicClient = mount.upstreams.public === undefined ? undefined : new UpstreamClient({
+    url: mount.upstreams.public.url,
+    trusted: false,
+    ...(mount.upstreams.public.caFile === undefined ? {} : { caFile: mount.upstreams.public.caFile }),
+    allowHosts: mount.upstreams.public.allowHosts,
+    allowInternalRanges: mount.upstreams.public.allowInternalRanges,
+    respectUpstreamTarballHost: c.config.respectUpstreamTarballHost,
+    maxResponseBytes: c.maxResponseBytes,
+    proxyId: c.marker,
+    logger: c.logger,
+    counters: c.counters,
+  })
+  return { privateClient, publicClient }
+}
+

@@ -1,0 +1,184 @@
+/**
+ * The `py` mount's part of the proxy's composition (issue 16), called once
+ * by startProxy: its upstream clients, its project-page service on the
+ * shared pool and cache budget, and its routes. The policy (rules, advisory
+ * slot, outage tracking) comes from the same per-mount builder as `/js`.
+ */
+import type { Piscina } from 'piscina'
+import { MetadataCache } from '../../engine/cache/metadata-cache.js'
+import type { CacheBudget } from '../../engine/cache/cache-budget.js'
+import type { Clock } from '../../engine/clock.js'
+import type { Config, MountConfig } from '../../engine/config/config.js'
+import type { Logger } from '../../engine/log/logger.js'
+import type { AdmissionGate } from '../../engine/memory/gate.js'
+import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import { metadataUrl, type FileRequestKind } from '../../engine/pypi/file-url.js'
+import type { PageFile } from '../../engine/pypi/project-page.js'
+import { ProjectPageRecord } from '../../engine/pypi/project-page-record.js'
+import { ProjectService, type PageOutcome } from '../../engine/pypi/project-service.js'
+import { DEFAULT_READ_LIMITS, type Hashes } from '../../engine/pypi/simple-model.js'
+import type { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
+import type { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
+import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
+import { mountClients } from './mount-clients.js'
+import { runPyPageTask } from '../../workers/py-page-client.js'
+import type { PyPageOutcome } from '../../workers/py-page-task.js'
+import type { PolicyGateOptions } from '../../workers/policy-gate.js'
+import type { EdgeAuth } from '../http/edge-auth.js'
+import type { FrontDoor } from '../http/front-door.js'
+import { ArtifactCounters } from '../routes/artifact-counters.js'
+import { createArtifactHandler, type SelectedArtifact } from '../routes/artifact-route.js'
+import { mountPy, type FileHandler } from '../routes/py-mount.js'
+
+export interface PyPolicy {
+  readonly evaluator: { evaluate(facts: VersionFacts, phase: 'admission'): Decision }
+  readonly gateOptions: () => PolicyGateOptions
+  readonly generation: () => number
+  readonly observeDecision: (facts: VersionFacts, decision: Decision) => void
+  readonly observePage: (outcome: PyPageOutcome) => void
+}
+
+export interface AttachPyOptions {
+  readonly door: FrontDoor
+  readonly config: Config
+  readonly mount: MountConfig
+  readonly pool: Piscina
+  readonly gate: AdmissionGate
+  readonly policy: PyPolicy
+  readonly gateModule: string
+  readonly credentials: CredentialRegistry
+  readonly counters: UpstreamFetchCounters
+  readonly maxResponseBytes: number
+  /** The `/js` cache, whose byte and entry bound this mount shares; undefined: a bound of its own. */
+  readonly shareBudgetWith: { readonly budget: CacheBudget } | undefined
+  readonly cacheBytes: number
+  readonly cacheEntries: number
+  readonly marker: string
+  readonly edge: EdgeAuth | undefined
+  readonly refusedBodyBytes: number
+  readonly logger: Logger
+  readonly clock: Clock
+}
+
+export interface PyAttachment {
+  readonly clients: readonly UpstreamClient[]
+  readonly cache: MetadataCache<PageFile>
+  readonly snapshots: Readonly<Record<string, () => unknown>>
+}
+
+/** A digest set as SRI (the strongest SHA-2 it has) and a sha1 shasum, the shapes the integrity floor reads. */
+export function integrityOf(hashes: Hashes): { integrity: string | undefined, shasum: string | undefined } {
+  for (const algorithm of ['sha512', 'sha384', 'sha256'] as const) {
+    const hex = hashes[algorithm]
+    if (hex !== undefined && /^[0-9a-f]+$/.test(hex) && hex.length % 2 === 0) {
+      return { integrity: `${algorithm}-${Buffer.from(hex, 'hex').toString('base64')}`, shasum: hashes['sha1'] }
+    }
+  }
+  return { integrity: undefined, shasum: hashes['sha1'] }
+}
+
+/** The upstream URL a file URL of `kind` names for `file`; undefined when the page offers no such thing. */
+function upstreamOf(file: PageFile, kind: FileRequestKind): string | undefined {
+  if (kind === 'file') return file.url
+  if (kind === 'metadata') return file.coreMetadata ? metadataUrl(file.url) : undefined
+  return file.provenance
+}
+
+export function attachPyMount(o: AttachPyOptions): PyAttachment {
+  const { mount, config, logger } = o
+  const { privateClient, publicClient } = mountClients(mount, { config, credentials: o.credentials, counters: o.counters, maxResponseBytes: o.maxResponseBytes, marker: o.marker, logger })
+  const cache = new MetadataCache<PageFile>({
+    maxBytes: o.cacheBytes,
+    maxEntries: o.cacheEntries,
+    clock: o.clock,
+    selectedVersionSize: (f) => 256 + f.filename.length * 2 + f.url.length * 2 + (f.provenance?.length ?? 0) * 2,
+    ...(o.shareBudgetWith === undefined ? {} : { shareBudgetWith: o.shareBudgetWith }),
+  })
+  const record = new ProjectPageRecord(logger)
+  const limits = { ...DEFAULT_READ_LIMITS, maxBytes: o.maxResponseBytes }
+  const service = new ProjectService<PyPageOutcome>({
+    privateClient,
+    publicClient,
+    cache,
+    clock: o.clock,
+    generation: o.policy.generation,
+    observe: (outcome, project) => {
+      o.policy.observePage(outcome)
+      record.record(project, outcome.counts, outcome.mismatches)
+    },
+    render: (job) => runPyPageTask(o.pool, {
+      project: job.project,
+      baseUrl: config.server.baseUrl,
+      format: job.format,
+      now: job.now,
+      privatePage: job.privatePage,
+      publicPage: job.publicPage,
+      privateHidesPublic: mount.privateHidesPublic,
+      limits,
+      gate: { module: o.gateModule, options: o.policy.gateOptions() },
+      charge: (bytes) => job.charge(bytes),
+      signal: job.signal,
+    }),
+  })
+
+  // A file decision takes the gate's entry step, as a public artifact does on /js (SPEC.md 8.1).
+  const select = async (project: string, filename: string, signal: AbortSignal): Promise<PageFile | undefined> => {
+    const admission = await o.gate.enter(signal)
+    try {
+      return await service.selectFile(project, filename, admission, signal)
+    } finally {
+      admission.release()
+    }
+  }
+  const artifactCounters = new ArtifactCounters()
+  const handlerFor = (kind: FileRequestKind): FileHandler => {
+    const handler = createArtifactHandler({
+      ecosystem: 'py',
+      privateClient,
+      publicClient,
+      // Each file's location is its page's: private files go to the private leg, public ones through the gate.
+      privateUrl: async (_client, project, filename, signal) => {
+        const file = await select(project, filename, signal)
+        const url = file?.origin === 'private' ? upstreamOf(file, kind) : undefined
+        return url === undefined ? undefined : new URL(url)
+      },
+      selectVersion: async (project, filename, signal): Promise<SelectedArtifact | undefined> => {
+        const file = await select(project, filename, signal)
+        const url = file?.origin === 'public' ? upstreamOf(file, kind) : undefined
+        if (file === undefined || url === undefined) return undefined
+        return { version: file.version, filename: file.filename, tarball: url, ...integrityOf(file.hashes), publishedAt: file.uploadMs === undefined ? undefined : new Date(file.uploadMs) }
+      },
+      validate: (project, filename) => [project, filename],
+      // Metadata is text and provenance JSON by nature; only a distribution is judged by its media type.
+      ...(kind === 'file' ? {} : { anomalousType: () => false }),
+      evaluate: (facts) => o.policy.evaluator.evaluate(facts, 'admission'),
+      observe: o.policy.observeDecision,
+      rules: mount.rules,
+      integrityFloor: mount.integrityFloor,
+      // Mirroring `py` files is not built (the configuration refuses `mounts.py.mirror`).
+      enqueue: async () => {},
+      logger,
+      counters: artifactCounters,
+      clock: o.clock,
+      forwardClientCredential: config.server.edgeTokens.length === 0,
+    })
+    return (exchange, project, filename) => handler(exchange, project, filename)
+  }
+  mountPy(o.door, {
+    hopMarker: o.marker,
+    ...(o.edge === undefined ? {} : { edge: o.edge }),
+    refusedBodyBytes: o.refusedBodyBytes,
+    service,
+    gate: o.gate,
+    logger,
+    files: { file: handlerFor('file'), metadata: handlerFor('metadata'), provenance: handlerFor('provenance') },
+  })
+  return {
+    clients: [privateClient, publicClient].filter((c): c is UpstreamClient => c !== undefined),
+    cache,
+    snapshots: {
+      'service.pypi.files': () => record.snapshot(),
+      'service.pypi.artifact': () => artifactCounters.snapshot(),
+    },
+  }
+}
