@@ -12,8 +12,11 @@
  * `alternate-locations` (they name indexes behind the proxy, and the merge
  * is the proxy's answer to dependency confusion), `gpg-sig`, `_last-serial`.
  *
- * JSON: `core-metadata` with its `dist-info-metadata` alias (PEP 714), each
- * `true` or the digests; `yanked` true or the reason; `versions` (PEP 700)
+ * JSON: `core-metadata` alone (PEP 714), `true` or the digests: never the
+ * old `dist-info-metadata` key, whose object form crashes pip 22.3 to 23.0
+ * (Debian 12's pip: `unhashable type: 'dict'`, found by the pip e2e test),
+ * the bug PEP 714 renamed the key for. HTML keeps both attributes, which
+ * those pips read correctly; `yanked` true or the reason; `versions` (PEP 700)
  * from the page, else from the file names. HTML: one digest in the URL
  * fragment (sha256 when present, PEP 503 allows one), attributes escaped.
  */
@@ -74,7 +77,6 @@ export function renderSimpleJson(project: SimpleProject, options: RenderOptions)
     if (f.coreMetadata !== undefined) {
       const value = Object.keys(f.coreMetadata).length === 0 ? true : f.coreMetadata
       out['core-metadata'] = value
-      out['dist-info-metadata'] = value
     }
     if (f.provenance !== undefined) out.provenance = provenanceUrl(options.baseUrl, normal, f.provenance, f.filename)
     return out

@@ -5,7 +5,7 @@
  * own configuration), HOME set to the throwaway folder, and none of tap's
  * process tracking and coverage hooks (a peer is not code under test).
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { peerEnv } from '../../bench/peers/peer-env.js'
 
 export interface CliRun {
@@ -42,12 +42,15 @@ export interface RunCliOptions {
   readonly env: NodeJS.ProcessEnv
   /** Kills the CLI (SIGKILL) after this long; default 120 s. */
   readonly timeoutMs?: number
+  /** Sees the child once spawned (a workspace that kills its children at teardown). */
+  readonly onSpawn?: (child: ChildProcess) => void
 }
 
 /** Resolves with the run whatever its exit status; see `runCliOrThrow`. */
 export function runCli(command: string, args: readonly string[], options: RunCliOptions): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] })
+    options.onSpawn?.(child)
     const stdout: Buffer[] = []
     const stderr: Buffer[] = []
     child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk))

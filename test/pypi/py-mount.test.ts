@@ -129,6 +129,7 @@ t.test('the py mount over a JSON public index and an HTML private index', async 
     t.equal(sdist?.['upload-time'], old, 'upload-time verbatim')
     t.equal(sdist?.['requires-python'], '>=3.8')
     t.same(sdist?.['core-metadata'], { sha256: sha256(oldMetadata) })
+    t.notOk(res.body.toString().includes('dist-info-metadata'), 'no legacy key in JSON: its object form crashes pip 22.3 to 23.0')
     t.equal(page.files.find((f) => f.filename.startsWith('demo-0.9'))?.yanked, 'broken', 'the yank and its reason')
     t.ok(publicSeen.some((line) => line.startsWith('/simple/demo/ application/vnd.pypi.simple.v1+json')), 'JSON asked of the upstream first')
 
