@@ -212,6 +212,6 @@ t.test('pip through the /py mount: gated, hash-checked, private first', async (t
     t.equal(argset.status, 200)
     const argsetPage = argset.json() as Page
     t.same(argsetPage.files.map((f) => f.filename).sort(), ['argset-0.1.0-py3-none-any.whl', 'argset-0.1.0.tar.gz'], 'uploaded 2021, no advisory: admitted')
-    t.ok(argsetPage.files.every((f) => f.url.startsWith(`${proxy.url}/py/files/argset/`)), 'no files.pythonhosted.org URL offered')
+    t.ok(argsetPage.files.every((f) => f.url.startsWith(`${proxy.url}/py/files/argset/`)), 'no upstream file URL offered')
   })
 })
