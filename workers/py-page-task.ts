@@ -8,11 +8,8 @@ import type { MessagePort } from 'node:worker_threads'
 import { ServiceError } from '../engine/errors.js'
 import { responseChargeBytes } from '../engine/packument/pipeline.js'
 import type { PageFormat } from '../engine/pypi/content-negotiation.js'
-import { planProjectPage, renderProjectPage, type PageCounts, type PageFile } from '../engine/pypi/project-page.js'
-import type { DigestMismatch } from '../engine/pypi/project-merge.js'
+import { planProjectPage, renderProjectPage, type ProjectPagePlan } from '../engine/pypi/project-page.js'
 import type { ReadLimits } from '../engine/pypi/simple-model.js'
-import type { VersionObservation, Withholding } from '../engine/packument/merge.js'
-import type { RuleKind } from '../engine/policy/decision.js'
 import { reportHeap } from './heap-report.js'
 import type { GateModule, SerializedError } from './packument-messages.js'
 import { move, MovableMessage } from './packument-messages.js'
@@ -38,17 +35,11 @@ export interface PyPageTaskInput {
   readonly port: MessagePort
 }
 
-export interface PyPageOutcome {
+/** The plan's findings the main thread needs, with the rendered page. */
+export type PyPageOutcome = Omit<ProjectPagePlan, 'project' | 'gated' | 'basisBytes'> & {
   /** Undefined when nothing is offered and `withholding` says why. */
   readonly body: Uint8Array | undefined
   readonly etag: string | undefined
-  readonly files: readonly PageFile[]
-  readonly counts: PageCounts
-  readonly mismatches: readonly DigestMismatch[]
-  readonly observations: readonly VersionObservation[]
-  readonly advisoryAnswered: readonly RuleKind[]
-  readonly withholding: Withholding | undefined
-  readonly projectQuarantined: boolean
 }
 
 export type PyPageTaskResult =
