@@ -33,8 +33,19 @@ async function start(t: Test, ca: TestCa, upstream: MisbehavingUpstream): Promis
   return { run, url: `http://127.0.0.1:${port}` }
 }
 
-async function upstreamSaw(upstream: MisbehavingUpstream, path: string): Promise<void> {
-  for (let i = 0; i < 200 && !upstream.requests.some((r) => r.url === path); i++) await new Promise((r) => setTimeout(r, 50))
+function upstreamCount(upstream: MisbehavingUpstream, path: string): number {
+  return upstream.requests.filter((r) => r.url === path).length
+}
+
+/**
+ * Waits until the upstream has seen more requests for `path` than `before`.
+ * The subtests share one upstream, so an earlier subtest's request for the same path must not count: SIGTERM sent before
+ * this request reached the proxy would find nothing in flight, the drain
+ * would finish at once and the held connection would be reset.
+ */
+async function upstreamSawMore(upstream: MisbehavingUpstream, path: string, before: number): Promise<void> {
+  for (let i = 0; i < 200 && upstreamCount(upstream, path) <= before; i++) await new Promise((r) => setTimeout(r, 50))
+  if (upstreamCount(upstream, path) <= before) throw new Error(`the upstream never saw ${path}`)
 }
 
 t.test('drain', async (t) => {
@@ -52,8 +63,9 @@ t.test('drain', async (t) => {
     t.equal(ready.statusCode, 200)
     await ready.body.dump()
 
+    const before = upstreamCount(upstream, '/slow-pkg')
     const inFlight = request(`${url}/js/slow-pkg`)
-    await upstreamSaw(upstream, '/slow-pkg')
+    await upstreamSawMore(upstream, '/slow-pkg', before)
     run.child.kill('SIGTERM')
     await run.waitForOutput('drain started')
 
@@ -78,8 +90,9 @@ t.test('drain', async (t) => {
     const held = new Client(url, { keepAliveTimeout: 60_000 })
     t.teardown(() => held.destroy())
     await (await held.request({ path: '/livez', method: 'GET' })).body.dump()
+    const before = upstreamCount(upstream, '/slow-pkg')
     const inFlight = request(`${url}/js/slow-pkg`).catch(() => undefined)
-    await upstreamSaw(upstream, '/slow-pkg')
+    await upstreamSawMore(upstream, '/slow-pkg', before)
     run.child.kill('SIGTERM')
     await run.waitForOutput('drain started')
     const live = await held.request({ path: '/livez', method: 'GET' })
@@ -92,8 +105,9 @@ t.test('drain', async (t) => {
   t.test('a second signal stops at once', async (t) => {
     upstream.script('/very-slow-pkg', { kind: 'slow', body: document('very-slow-pkg'), firstByteDelayMs: 60_000 })
     const { run, url } = await start(t, ca, upstream)
+    const before = upstreamCount(upstream, '/very-slow-pkg')
     const inFlight = request(`${url}/js/very-slow-pkg`).catch((error: Error) => error)
-    await upstreamSaw(upstream, '/very-slow-pkg')
+    await upstreamSawMore(upstream, '/very-slow-pkg', before)
     run.child.kill('SIGTERM')
     await run.waitForOutput('drain started')
     run.child.kill('SIGTERM')
