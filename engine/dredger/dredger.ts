@@ -42,6 +42,12 @@ export interface DredgedMount {
   readonly key: MountKey
   readonly judge: RevocationJudge
   readonly inventories: readonly NpmInventory[]
+  /**
+   * First-party names (inside the mount's `publish.scopes`): their versions
+   * in either inventory were published by the operator, never copied from
+   * the public side, so the Dredger never plans a removal of them.
+   */
+  readonly firstParty?: (name: string) => boolean
 }
 
 export interface PlannedRemoval {
@@ -111,6 +117,7 @@ export async function planRemovals(mounts: readonly DredgedMount[], kind: CycleK
           logger.error(DREDGER_INVENTORY_FAILED, { mount: mount.key, inventory: inventory.name, authority: inventory.authority, package: name, step: 'document', ...failureFields(error) })
           continue
         }
+        if (mount.firstParty?.(name) === true) continue
         for (const version of versions) {
           const verdict = mount.judge.judge(name, version)
           if (verdict !== undefined) removals.push({ mount: mount.key, package: name, version, inventory: inventory.name, rule: verdict.rule })

@@ -48,6 +48,8 @@ export interface NpmInventoryOptions {
   /** The registry base URL (a path is kept). */
   readonly url: string
   readonly token?: BearerToken | undefined
+  /** A minted credential sent instead of `token`, asked for on each request (engine/upstream/credentials/). */
+  readonly credential?: { token(signal?: AbortSignal): Promise<BearerToken> } | undefined
   /** Largest document read (the metadata ingest ceiling). */
   readonly maxDocumentBytes: number
   /** Tests pass their own. */
@@ -71,6 +73,7 @@ export class NpmInventory {
   readonly name: InventoryName
   readonly #base: URL
   readonly #token: BearerToken | undefined
+  readonly #credential: NpmInventoryOptions['credential']
   readonly #maxDocumentBytes: number
   readonly #dispatcher: Dispatcher
   readonly #owned: boolean
@@ -91,6 +94,7 @@ export class NpmInventory {
     this.name = options.name
     this.#base = new URL(url.href.endsWith('/') ? url.href : `${url.href}/`)
     this.#token = options.token
+    this.#credential = options.credential
     this.#maxDocumentBytes = options.maxDocumentBytes
     this.#owned = options.dispatcher === undefined
     this.#dispatcher = options.dispatcher ?? new Agent({ headersTimeout: 60_000, bodyTimeout: 60_000, connections: 4 })
@@ -158,18 +162,23 @@ export class NpmInventory {
     if (this.#owned) await this.#dispatcher.close()
   }
 
-  #headers(extra: Record<string, string>): Record<string, string> {
-    return this.#token === undefined ? extra : { ...extra, authorization: `Bearer ${this.#token.reveal()}` }
+  async #headers(extra: Record<string, string>, where: Record<string, unknown>, signal: AbortSignal | undefined): Promise<Record<string, string>> {
+    // A credential refusal (breaker open, mint failed) is transient: the removal fails this cycle and the next one tries again.
+    const token = this.#credential === undefined ? this.#token : await this.#credential.token(signal).catch((cause: unknown) => {
+      throw new ServiceError('UPSTREAM_UNAVAILABLE', { cause, data: { ...where, reason: 'credential' } })
+    })
+    return token === undefined ? extra : { ...extra, authorization: `Bearer ${token.reveal()}` }
   }
 
   async #request(method: string, path: string, body: string | undefined, where: Record<string, unknown>, signal: AbortSignal | undefined): Promise<Dispatcher.ResponseData> {
     const url = new URL(`${this.#base.href}${path}`)
+    const headers = await this.#headers(body === undefined
+      ? { accept: 'application/json', 'accept-encoding': 'identity' }
+      : { accept: 'application/json', 'accept-encoding': 'identity', 'content-type': 'application/json' }, where, signal)
     try {
       return await this.#dispatcher.request({
         origin: url.origin, path: `${url.pathname}${url.search}`, method,
-        headers: this.#headers(body === undefined
-          ? { accept: 'application/json', 'accept-encoding': 'identity' }
-          : { accept: 'application/json', 'accept-encoding': 'identity', 'content-type': 'application/json' }),
+        headers,
         ...(body === undefined ? {} : { body }),
         ...(signal === undefined ? {} : { signal }),
       })

@@ -44,7 +44,7 @@ const ONE_SHOTS: Partial<Record<Role, (ctx: RoleContext) => Promise<void>>> = {
   pilot: runPilotCompile,
 }
 
-/** `--dry-run` one-shots (`service dredger --dry-run [--json]`): print, delete nothing, exit 0. */
+/** `--dry-run` one-shots (`service dredger --dry-run [--json]`): print, delete nothing, exit 0 (1 when a read failed and the listing is partial). */
 const DRY_RUNS: Partial<Record<Role, (ctx: RoleContext, json: boolean) => Promise<void>>> = {
   dredger: async (ctx, json) => { await runDredgerDryRun(ctx, { json, out: process.stdout }) },
 }

@@ -20,10 +20,12 @@ import type { Config, MountConfig } from '../../engine/config/config.js'
 import type { MountKey } from '../../engine/config/schema.js'
 import { ServiceError } from '../../engine/errors.js'
 import { DREDGER_REMOVALS_METRIC, DredgerCounters } from '../../engine/dredger/dredger-counters.js'
-import { Dredger, planRemovals, type CycleKind, type DredgedMount, type PlannedRemoval } from '../../engine/dredger/dredger.js'
+import { Dredger, DREDGER_INVENTORY_FAILED, planRemovals, type CycleKind, type DredgedMount, type PlannedRemoval } from '../../engine/dredger/dredger.js'
 import { NpmInventory } from '../../engine/dredger/npm-inventory.js'
 import { RevocationJudge } from '../../engine/dredger/revocation-judge.js'
 import type { Logger } from '../../engine/log/logger.js'
+import { scopeStanding } from '../../engine/publish/publish-scope.js'
+import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
 import { Liveness } from '../health/liveness.js'
 import { Readiness } from '../health/readiness.js'
 import { FrontDoor } from '../http/front-door.js'
@@ -41,16 +43,36 @@ export const DREDGER_DRY_RUN_OVER_CAP = 'dredger dry run: a cycle would halt at 
 /** error: a cycle failed as a whole (not one removal); the next cycle tries again. */
 export const DREDGER_CYCLE_FAILED = 'dredger cycle failed'
 
+/** The credential names the Dredger's inventories use (`mirror.credential`, `upstreams.private.credential`). */
+function inventoryCredentialNames(config: Config): string[] {
+  const js = config.mounts.js
+  return [...new Set([js?.mirror?.credential, js?.upstreams.private?.credential].filter((n): n is string => n !== undefined))]
+}
+
+/** The process's credential sources for the inventories, minted once at boot like every role's (SPEC.md 5.5). */
+async function inventoryCredentials(ctx: RoleContext): Promise<CredentialRegistry> {
+  const credentials = new CredentialRegistry(ctx.config.credentials, ctx.clock)
+  const names = inventoryCredentialNames(ctx.config)
+  if (names.length > 0) await credentials.prime(names)
+  return credentials
+}
+
 /** The inventories of one mount, or undefined when it has none this build can clean. */
-function inventoriesOf(mount: MountConfig, maxDocumentBytes: number): NpmInventory[] | undefined {
+function inventoriesOf(mount: MountConfig, maxDocumentBytes: number, credentials: CredentialRegistry | undefined): NpmInventory[] | undefined {
   if (mount.key !== 'js') return undefined
+  const credential = (name: string | undefined): { credential?: ReturnType<CredentialRegistry['source']> } => {
+    if (name === undefined) return {}
+    const source = credentials?.source(name)
+    if (source === undefined) throw new ServiceError('CONFIG_INVALID', { message: `credential ${name} is named by an inventory but was not built` })
+    return { credential: source }
+  }
   const inventories: NpmInventory[] = []
   if (mount.mirror !== undefined) {
-    inventories.push(new NpmInventory({ name: 'mirror_target', url: mount.mirror.target, token: mount.mirror.token, maxDocumentBytes }))
+    inventories.push(new NpmInventory({ name: 'mirror_target', url: mount.mirror.target, token: mount.mirror.token, ...credential(mount.mirror.credential), maxDocumentBytes }))
   }
   const priv = mount.upstreams.private
   if (priv !== undefined) {
-    const cache = new NpmInventory({ name: 'private_cache', url: priv.url, token: priv.token, maxDocumentBytes })
+    const cache = new NpmInventory({ name: 'private_cache', url: priv.url, token: priv.token, ...credential(priv.credential), maxDocumentBytes })
     if (inventories.some((inventory) => inventory.baseUrl === cache.baseUrl)) void cache.close()
     else inventories.push(cache)
   }
@@ -58,17 +80,20 @@ function inventoriesOf(mount: MountConfig, maxDocumentBytes: number): NpmInvento
 }
 
 /** The mounts the Dredger cleans; throws when there is none (boot abort, exit 2). */
-export function dredgedMounts(config: Config, logger: Logger, maxDocumentBytes: number): DredgedMount[] {
+export function dredgedMounts(config: Config, logger: Logger, maxDocumentBytes: number, credentials?: CredentialRegistry): DredgedMount[] {
   const mounts: DredgedMount[] = []
   for (const [key, mount] of Object.entries(config.mounts) as [MountKey, MountConfig | undefined][]) {
     if (mount === undefined) continue
     const judge = new RevocationJudge(key, mount.rules)
-    const inventories = inventoriesOf(mount, maxDocumentBytes)
+    const inventories = inventoriesOf(mount, maxDocumentBytes, credentials)
     if (inventories === undefined) {
       if (judge.candidates.length > 0) logger.warn(DREDGER_MOUNT_UNSUPPORTED, { mount: key })
       continue
     }
-    mounts.push({ key, judge, inventories })
+    const scopes = mount.publish?.scopes
+    mounts.push(scopes === undefined || scopes.length === 0
+      ? { key, judge, inventories }
+      : { key, judge, inventories, firstParty: (name) => scopeStanding(name, scopes) !== 'outside' })
   }
   if (mounts.length === 0) throw new ServiceError('CONFIG_INVALID', { message: 'service dredger needs mounts.js.mirror (the mirror target) or mounts.js.upstreams.private (the private cache)' })
   return mounts
@@ -86,7 +111,8 @@ function firstKind(config: Config): CycleKind {
 export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
   const { config, logger } = ctx
   const plan = await planFor(config)
-  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value)
+  const credentials = await inventoryCredentials(ctx)
+  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials)
   const counters = new DredgerCounters()
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()
@@ -148,7 +174,10 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
       await running
       await closeAll(mounts)
     },
-    metrics: () => ({ [DREDGER_REMOVALS_METRIC]: counters.snapshot() }),
+    metrics: () => ({
+      [DREDGER_REMOVALS_METRIC]: counters.snapshot(),
+      ...(inventoryCredentialNames(config).length > 0 ? { 'service.credential': credentials.counters.snapshot() } : {}),
+    }),
   }
 }
 
@@ -167,16 +196,25 @@ export function formatPlan(removals: readonly PlannedRemoval[], json: boolean): 
   return `${line(header)}${rows.map(line).join('')}`
 }
 
-/** `service dredger --dry-run`: plan the first cycle, print it, delete nothing. */
+/**
+ * `service dredger --dry-run`: plan the first cycle, print it, delete
+ * nothing. A plan missing a read (an inventory that did not answer) is
+ * printed and then fails the run (exit 1): an operator must not take a
+ * partial listing for the whole one.
+ */
 export async function runDredgerDryRun(ctx: RoleContext, output: DryRunOutput): Promise<PlannedRemoval[]> {
   const { config, logger } = ctx
   const plan = await planFor(config)
-  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value)
+  const credentials = await inventoryCredentials(ctx)
+  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials)
   try {
-    const { removals } = await planRemovals(mounts, firstKind(config), logger)
+    const { removals, unreadable } = await planRemovals(mounts, firstKind(config), logger)
     output.out.write(formatPlan(removals, output.json))
     if (removals.length > config.dredger.maxRemovalsPerCycle) {
       logger.warn(DREDGER_DRY_RUN_OVER_CAP, { cap: config.dredger.maxRemovalsPerCycle, count: removals.length })
+    }
+    if (unreadable > 0) {
+      throw new ServiceError('UPSTREAM_UNAVAILABLE', { message: `the dry run is incomplete: ${unreadable} inventory read(s) failed (logged as '${DREDGER_INVENTORY_FAILED}'); the listing above is partial` })
     }
     return removals
   } finally {

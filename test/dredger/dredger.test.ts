@@ -85,3 +85,15 @@ t.test('the full walk judges every listed package; a candidate cycle only the na
   t.same(candidate.removals, walk.removals)
   t.same(walk.removals, [{ mount: 'js', package: 'p', version: '1.0.0', inventory: 'private_cache', rule: 'mounts.js.rules[0] DenyIdentity p@1.0.0' }])
 })
+
+t.test('first-party names (inside publish.scopes) are never planned, in either inventory', async (t) => {
+  const inventory = new MemoryInventory('private_cache', new Map([['@acme/tool', ['1.0.0']], ['p', ['1.0.0']]]))
+  const judge = new RevocationJudge('js', [
+    { rule: 'DenyIdentity', package: '@acme/tool', versions: '1.0.0' },
+    { rule: 'DenyIdentity', package: 'p', versions: '1.0.0' },
+  ])
+  const mounts = [{ key: 'js' as const, judge, inventories: [inventory as unknown as NpmInventory], firstParty: (name: string) => name.startsWith('@acme/') }]
+  const plan = await planRemovals(mounts, 'full_walk', new RecordingLogger())
+  t.same(plan.removals.map((r) => `${r.package}@${r.version}`), ['p@1.0.0'], 'the owned scope is left alone; the public copy is planned')
+  t.equal(plan.unreadable, 0)
+})

@@ -99,3 +99,24 @@ t.test('the document npm unpublish PUTs, and the tarball file name', async (t) =
   t.equal(tarballFile('http://elsewhere:1/@a/b/-/b-1.0.0.tgz', '@a/b', '1.0.0'), 'b-1.0.0.tgz')
   t.equal(tarballFile(undefined, '@a/b', '1.0.0'), 'b-1.0.0.tgz')
 })
+
+t.test('a minted credential is asked for on each request and sent as the bearer; a refusal is transient', async (t) => {
+  let mints = 0
+  const minted = new NpmInventory({
+    name: 'private_cache', url: peer.url, maxDocumentBytes: 1 << 20,
+    credential: { token: async () => { mints++; return new BearerToken(token) } },
+  })
+  t.teardown(() => minted.close())
+  await publishFixture(peer, { name: 'minted', version: '1.0.0' })
+  await publishFixture(peer, { name: 'minted', version: '1.0.1' })
+  t.equal(await minted.remove('minted', '1.0.0'), 'removed', 'Verdaccio took the minted token for the unpublish writes')
+  t.same(await minted.versions('minted'), ['1.0.1'])
+  t.ok(mints >= 3, 'one token per request (read, tarball delete, document write)')
+
+  const refused = new NpmInventory({
+    name: 'private_cache', url: peer.url, maxDocumentBytes: 1 << 20,
+    credential: { token: async () => { throw new Error('breaker open') } },
+  })
+  t.teardown(() => refused.close())
+  await t.rejects(refused.versions('minted'), { code: 'UPSTREAM_UNAVAILABLE' })
+})
