@@ -69,6 +69,11 @@ export const ERROR_TABLE = {
   PUBLISH_METADATA_CHANGE: { status: 501, message: 'only publishes of new versions are relayed; deprecate, unpublish and other metadata changes are made at the publication target' },
   PUBLISH_TARGET_UNAVAILABLE: { status: 503, message: 'the publication target is temporarily unavailable', retryAfter: 5 },
 
+  // npm audit (issue 17 item 3): engine/npm/bulk-advisory.ts, server/routes/audit-route.ts.
+  AUDIT_REQUEST_INVALID: { status: 400, message: 'the audit request is malformed: expected a JSON object of package names to arrays of version strings' },
+  AUDIT_BODY_TOO_LARGE: { status: 413, message: 'the audit request exceeds its size bound' },
+  AUDIT_LEGACY_ENDPOINT: { status: 501, message: 'this registry answers npm audit only through /-/npm/v1/security/advisories/bulk, which npm 7 and later use: upgrade npm' },
+
   // Upstream credentials (SPEC.md 3.6, 5.5): engine/upstream/credentials/.
   CREDENTIAL_BREAKER_OPEN: { status: 503, message: 'an upstream credential cannot be minted now (the credential breaker is open)', retryAfter: 60 },
   CREDENTIAL_MINT_FAILED: { status: 503, message: 'an upstream credential could not be minted', retryAfter: 5 },
@@ -168,6 +173,6 @@ export const CONFIG_REFUSAL = {
   credentialUnknown: (name: string) => `names no entry of credentials: ${JSON.stringify(name)}`,
   credentialWithToken: 'set token or credential, not both',
   pyPublishNotBuilt: 'this build relays no py publishes (upload to your private index directly); remove the key',
-  pyMirrorNotBuilt: 'this build mirrors no py files yet (a mirror job needs a twine upload target worker); remove the key',
+  publishNeedsEdgeTokens: 'the publish relay writes with its own target credential, so it needs server.edgeTokens to say who may publish: without them anyone who reaches the proxy could publish into your scopes; set server.edgeTokens (SERVICE_SERVER__EDGE_TOKENS)',
   pyOnlyKey: 'only the py mount reads this key',
 } as const

@@ -11,6 +11,7 @@
  * execArgv, so there the file URL of workers/packument-task.ts works as is.
  */
 import type { PackumentIndex } from '../engine/packument/packument-index.js'
+import type { FactNeeds } from '../engine/policy/decision.js'
 import { basisOf, indexDocument, planPackument, renderPlan, responseChargeBytes, upstreamDerivedEtag } from '../engine/packument/pipeline.js'
 import type { PackumentTaskInput, PackumentTaskResult } from './packument-messages.js'
 import { move, MovableMessage } from './packument-messages.js'
@@ -20,16 +21,17 @@ import { reportHeap, startHeapReport } from './heap-report.js'
 // The budget sampler follows this thread's heap (engine/memory/thread-heaps.ts).
 startHeapReport()
 
-function index(chunks: ArrayBuffer[] | undefined, task: PackumentTaskInput): PackumentIndex | undefined {
+function index(chunks: ArrayBuffer[] | undefined, task: PackumentTaskInput, needs?: FactNeeds): PackumentIndex | undefined {
   if (chunks === undefined) return undefined
-  return indexDocument(chunks.map((buffer) => new Uint8Array(buffer)), task.abbreviated, task.limits)
+  return indexDocument(chunks.map((buffer) => new Uint8Array(buffer)), task.abbreviated, task.limits, needs)
 }
 
 export default async function packumentTask(task: PackumentTaskInput): Promise<MovableMessage<PackumentTaskResult>> {
   try {
     const decide = (await loadGate(task.gate.module))(task.gate.options, task.now)
     const privateIndex = index(task.privateChunks, task)
-    const publicIndex = index(task.publicChunks, task)
+    // Only the public document is gated: only it records what the history rules read.
+    const publicIndex = index(task.publicChunks, task, decide.needs)
     const plan = planPackument({ ...task, decide }, privateIndex, publicIndex)
     const basisBytes = basisOf(privateIndex, publicIndex)
     if (plan.withholding === undefined) await charge(task.port, responseChargeBytes(basisBytes, task.ecosystem), basisBytes)

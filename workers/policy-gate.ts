@@ -12,6 +12,7 @@
 import { openSharedAdvisoryArtifact } from '../engine/advisory/artifact/compiled-database.js'
 import type { AdvisoryDatabase, Ecosystem } from '../engine/advisory/artifact/database.js'
 import type { Decide } from '../engine/packument/merge.js'
+import type { VersionFacts } from '../engine/policy/decision.js'
 import { createEvaluator } from '../engine/policy/evaluator.js'
 import type { RuleConfig } from '../engine/policy/rule-schema.js'
 
@@ -45,10 +46,10 @@ function build(options: PolicyGateOptions): Built {
   })
   return {
     generation: options.generation,
-    decideAt: (taskNow) => (facts) => {
+    decideAt: (taskNow) => Object.assign((facts: VersionFacts) => {
       now = taskNow
       return evaluator.evaluate(facts, 'admission')
-    },
+    }, { needs: evaluator.needs }),
   }
 }
 

@@ -19,6 +19,8 @@ import { indexDocument, runPackumentPipeline, type PackumentRequest } from '../.
 import { strongEtag } from '../../engine/packument/render.js'
 import { referenceMerge } from '../../engine/packument/reference.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import { createEvaluator } from '../../engine/policy/evaluator.js'
+import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import { syntheticPackument } from '../fixtures/packument/synthetic-packument.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
 import { sharedDataPath } from '../peers/shared-data.js'
@@ -121,6 +123,36 @@ function throughputRows(label: string, bytes: Uint8Array, name: string, iteratio
   return rows
 }
 
+/**
+ * The cost of DenyIfTrustDowngrade and DenyIfInstallScriptAdded on the
+ * pipeline: the mount's real evaluator with both rules before a quarantine,
+ * against the quarantine alone, on the same bytes (the scanner then records
+ * trust and script flags, the merge reads the history lazily).
+ */
+function historyRuleRows(chunks: readonly Uint8Array[], byteLength: number): Row[] {
+  const gateOf = (rules: readonly RuleConfig[]): PackumentRequest['decide'] => {
+    const evaluator = createEvaluator(rules, { ecosystem: 'js', database: undefined, clock: { now: () => Date.UTC(2026, 0, 1) }, maxAgeSeconds: 86_400 })
+    return Object.assign((facts: VersionFacts) => evaluator.evaluate(facts, 'admission'), { needs: evaluator.needs })
+  }
+  const plain = gateOf([{ rule: 'AllowIfOlderThan', seconds: 604_800 }])
+  const history = gateOf([{ rule: 'DenyIfTrustDowngrade' }, { rule: 'DenyIfInstallScriptAdded', seconds: 604_800 }, { rule: 'AllowIfOlderThan', seconds: 604_800 }])
+  const rows: Row[] = []
+  for (const abbreviated of [false, true]) {
+    const base: PackumentRequest = { packageName: 'typescript', baseUrl: 'http://proxy.test:4873', abbreviated, decide: plain }
+    const withHistory: PackumentRequest = { ...base, decide: history }
+    const run = (request: PackumentRequest) => (): void => { runPackumentPipeline(request, undefined, chunks) }
+    for (let k = 0; k < 3; k++) { run(base)(); run(withHistory)() }
+    const [historyMs, plainMs] = timeMs([run(withHistory), run(base)], 9) as [number, number]
+    const mbps = (ms: number): number => Math.round((byteLength / 1e6 / (ms / 1000)) * 10) / 10
+    rows.push({
+      metric: `typescript, ${abbreviated ? 'abbreviated' : 'full'} form, with DenyIfTrustDowngrade + DenyIfInstallScriptAdded`,
+      project: { unit: 'MB/s', better: 'higher', value: mbps(historyMs) },
+      baselines: { 'AllowIfOlderThan alone': { unit: 'MB/s', better: 'higher', value: mbps(plainMs) } },
+    })
+  }
+  return rows
+}
+
 const scenario: Scenario = {
   name: 'packument-pipeline',
   async run(): Promise<ScenarioResult> {
@@ -142,6 +174,8 @@ const scenario: Scenario = {
       () => { runPackumentPipeline(request, undefined, realChunks) },
       () => { runPackumentPipeline(tagged, undefined, realChunks) },
     ], 9) as [number, number, number]
+    // Issue 17 item 6: the history rules' share, through the real evaluator, both forms of the typescript document.
+    rows.push(...historyRuleRows(realChunks, real.length))
     for (const [label, bytes] of [['typescript', real], ['synthetic', synthetic]] as const) {
       const baseline = memoryPerSourceByte(bytes, 4, (b) => JSON.parse(Buffer.from(b).toString('utf8')), gc)
       for (const abbreviated of [false, true]) {

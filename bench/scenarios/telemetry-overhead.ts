@@ -5,7 +5,9 @@
  * `SERVICE_OBSERVABILITY__TELEMETRY` off and once on, exporting metrics
  * (every 5 s), traces and logs over OTLP to a sink on 127.0.0.1 that accepts
  * and discards. The "telemetry off" column is the baseline; the ratio is the
- * overhead. Off and on alternate over BENCH_TELEMETRY_ROUNDS rounds (default
+ * overhead. `time per request` is 1/throughput of the one-core proxy under
+ * load (the CPU one request costs), and a note prints its difference, on
+ * minus off, in µs per request: the figure the README quotes. Off and on alternate over BENCH_TELEMETRY_ROUNDS rounds (default
  * 2) and each figure is the median, so drift on a shared machine falls on
  * both sides.
  *
@@ -159,7 +161,12 @@ const scenario: Scenario = {
         const mbps = (m: MeasuredServer[]): number => median(m.map((x) => x.load.bytesPerSecond / MB))
         const p99 = (m: MeasuredServer[]): number => median(m.map((x) => x.load.p99Ms))
         const rss = (m: MeasuredServer[]): number => median(m.map((x) => (x.peakRssBytes ?? 0) / MIB))
+        // The proxy runs on one core (SERVICE_RUNTIME__CORES=1) and the load keeps it busy, so 1/throughput is the CPU time one request costs.
+        const micros = (m: MeasuredServer[]): number => 1e6 / rps(m)
+        const extra = micros(on) - micros(off)
+        notes.push(`${path}: telemetry on costs ${extra.toFixed(1)} µs per request (${micros(on).toFixed(1)} µs on, ${micros(off).toFixed(1)} µs off: 1/throughput of the one-core proxy, ${(100 * extra / micros(off)).toFixed(1)} % of the request)`)
         rows.push(
+          { metric: `${path} time per request`, project: { unit: 'µs', better: 'lower', value: micros(on) }, baselines: { 'telemetry off': { unit: 'µs', better: 'lower', value: micros(off) } } },
           { metric: `${path} req/s`, project: { unit: 'req/s', better: 'higher', value: rps(on) }, baselines: { 'telemetry off': { unit: 'req/s', better: 'higher', value: rps(off) } } },
           { metric: `${path} throughput`, project: { unit: 'MB/s', better: 'higher', value: mbps(on) }, baselines: { 'telemetry off': { unit: 'MB/s', better: 'higher', value: mbps(off) } } },
           { metric: `${path} p99 latency`, project: { unit: 'ms', better: 'lower', value: p99(on) }, baselines: { 'telemetry off': { unit: 'ms', better: 'lower', value: p99(off) } } },

@@ -39,6 +39,8 @@ export interface PublicUpstreamConfig {
   readonly caFile: string | undefined
   readonly allowHosts: readonly string[]
   readonly allowInternalRanges: readonly string[]
+  /** The tarball-host policy of this mount's public leg: the mount's `respectTarballHost`, else the global `respectUpstreamTarballHost`. */
+  readonly respectTarballHost: boolean
 }
 
 export interface TargetConfig {
@@ -46,6 +48,12 @@ export interface TargetConfig {
   readonly token: BearerToken | undefined
   /** The name of a `credentials` entry sent instead of `token` (engine/upstream/credentials/). */
   readonly credential?: string
+}
+
+/** `mounts.<m>.mirror`. */
+export interface MirrorConfig extends TargetConfig {
+  /** py: the target's Simple index URL (default `{target}simple/`); js never has it. */
+  readonly simpleUrl?: string
 }
 
 export interface PublishConfig extends TargetConfig {
@@ -64,7 +72,7 @@ export interface MountConfig {
     readonly public: PublicUpstreamConfig | undefined
   }
   readonly publish: PublishConfig | undefined
-  readonly mirror: TargetConfig | undefined
+  readonly mirror: MirrorConfig | undefined
   readonly integrityFloor: IntegrityAlgorithm
   /** py: a private project hides the public one of the same name (the dependency-confusion guard); js ignores it. */
   readonly privateHidesPublic: boolean

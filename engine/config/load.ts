@@ -17,6 +17,8 @@ import { Compile } from 'typebox/compile'
 import Value from 'typebox/value'
 import YAML, { YAMLError } from 'yaml'
 import { RULE_KINDS, type RuleKind } from '../policy/decision.js'
+import { npmOnlyProblem } from '../policy/evaluator.js'
+import { selectorProblem } from '../policy/package-selector.js'
 import { RULE_SCHEMAS } from '../policy/rule-schema.js'
 import { BearerToken } from '../secret.js'
 import type { Config, CredentialConfig, MountConfig, PublicUpstreamConfig } from './config.js'
@@ -237,10 +239,10 @@ interface Defaulted {
 interface DefaultedMount {
   upstreams: {
     private?: { url: string; token?: string; credential?: string }
-    public: { url?: string; caFile?: string; allowHosts: string[]; allowInternalRanges: string[] }
+    public: { url?: string; caFile?: string; allowHosts: string[]; allowInternalRanges: string[]; respectTarballHost?: boolean }
   }
   publish?: { target: string; token?: string; scopes: string[]; maxBodyBytes: number; credential?: string }
-  mirror?: { target: string; token?: string; credential?: string }
+  mirror?: { target: string; token?: string; credential?: string; simpleUrl?: string }
   integrityFloor?: MountConfig['integrityFloor']
   privateHidesPublic?: boolean
   rules: MountConfig['rules'] extends readonly (infer R)[] ? R[] : never
@@ -295,6 +297,7 @@ function resolveConfig(
         caFile: m.upstreams.public.caFile,
         allowHosts: m.upstreams.public.allowHosts,
         allowInternalRanges: m.upstreams.public.allowInternalRanges,
+        respectTarballHost: m.upstreams.public.respectTarballHost ?? d.respectUpstreamTarballHost,
       }
     }
 
@@ -310,7 +313,8 @@ function resolveConfig(
     reference(at('publish.credential'), m.publish?.credential, m.publish?.token)
     reference(at('mirror.credential'), m.mirror?.credential, m.mirror?.token)
     if (key === 'py' && m.publish !== undefined) problems.push({ path: at('publish'), message: CONFIG_REFUSAL.pyPublishNotBuilt, source: sourceOf(at('publish')) })
-    if (key === 'py' && m.mirror !== undefined) problems.push({ path: at('mirror'), message: CONFIG_REFUSAL.pyMirrorNotBuilt, source: sourceOf(at('mirror')) })
+    if (key !== 'py' && m.publish !== undefined && (d.server.edgeTokens ?? []).length === 0) problems.push({ path: at('publish'), message: CONFIG_REFUSAL.publishNeedsEdgeTokens, source: sourceOf(at('publish')) })
+    if (key !== 'py' && m.mirror?.simpleUrl !== undefined) problems.push({ path: at('mirror.simpleUrl'), message: CONFIG_REFUSAL.pyOnlyKey, source: sourceOf(at('mirror.simpleUrl')) })
     if (key !== 'py' && m.privateHidesPublic !== undefined) problems.push({ path: at('privateHidesPublic'), message: CONFIG_REFUSAL.pyOnlyKey, source: sourceOf(at('privateHidesPublic')) })
     mounts[key] = {
       key,
@@ -329,6 +333,7 @@ function resolveConfig(
       mirror: m.mirror === undefined ? undefined : {
         target: m.mirror.target, token: token(m.mirror.token),
         ...(m.mirror.credential === undefined ? {} : { credential: m.mirror.credential }),
+        ...(m.mirror.simpleUrl === undefined ? {} : { simpleUrl: m.mirror.simpleUrl }),
       },
       integrityFloor: m.integrityFloor ?? DEFAULT_INTEGRITY_FLOOR[key],
       privateHidesPublic: m.privateHidesPublic ?? true,
@@ -391,6 +396,7 @@ const URL_KEYS: readonly [string, UrlRuleOptions][] = [
   ['mounts.*.upstreams.public.url', UPSTREAM_URL_RULES.public],
   ['mounts.*.publish.target', {}],
   ['mounts.*.mirror.target', {}],
+  ['mounts.*.mirror.simpleUrl', {}],
 ]
 
 /** Checked on the merged value, before defaults, so they join the schema problems in one report. */
@@ -427,6 +433,20 @@ function buildProblems(merged: Record<string, unknown>, sourceOf: (path: string)
     if (Array.isArray(ranges)) {
       ranges.forEach((range: unknown, index) => {
         if (typeof range === 'string' && !isCidr(range)) add(`mounts.${key}.upstreams.public.allowInternalRanges.${index}`, CONFIG_REFUSAL.notCidr(range))
+      })
+    }
+    // `packages` patterns (engine/policy/package-selector.ts): the grammar depends on the mount's ecosystem.
+    const rules = mount['rules']
+    if (Array.isArray(rules)) {
+      rules.forEach((rule: unknown, index) => {
+        const npmOnly = isPlainObject(rule) ? npmOnlyProblem(key, rule['rule']) : undefined
+        if (npmOnly !== undefined) add(`mounts.${key}.rules.${index}.rule`, npmOnly)
+        const packages = isPlainObject(rule) ? rule['packages'] : undefined
+        if (!Array.isArray(packages)) return
+        packages.forEach((pattern: unknown, at) => {
+          const problem = typeof pattern === 'string' && pattern.length > 0 ? selectorProblem(key, pattern) : undefined
+          if (problem !== undefined) add(`mounts.${key}.rules.${index}.packages.${at}`, problem)
+        })
       })
     }
   }

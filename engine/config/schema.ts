@@ -127,12 +127,14 @@ const PublicUpstreamSchema = Type.Object({
   caFile: Type.Optional(Type.String({ minLength: 1, description: 'extra trust anchor; verification is never switched off' })),
   allowHosts: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'host allowlist for public egress; empty: the upstream\'s own host' })),
   allowInternalRanges: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'CIDRs exempt from the internal-range block' })),
+  respectTarballHost: Type.Optional(Type.Boolean({ description: 'this mount only: admit a public artifact URL on another host:port (still within allowHosts); unset: respectUpstreamTarballHost' })),
 }, { ...closed, default: {} })
 
 const TargetSchema = Type.Object({
-  target: Url('registry base URL'),
-  token: Type.Optional(Secret('bearer credential for the target')),
+  target: Url('registry base URL; py: the legacy upload endpoint (twine\'s --repository-url)'),
+  token: Type.Optional(Secret('bearer credential for the target; py: sent as HTTP Basic __token__:<token>, as twine sends an API token')),
   credential: Type.Optional(Type.String({ minLength: 1, description: 'name of a `credentials` entry to send instead of a static token' })),
+  simpleUrl: Type.Optional(Url('py only: the target\'s Simple index URL, read for what it holds; default {target}simple/')),
 }, closed)
 
 /** The default bound of a publish document: 64 MiB, a 48 MiB tarball in base64, far above ordinary packages. */

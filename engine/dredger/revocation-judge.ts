@@ -11,12 +11,26 @@
  * deletes on an advisory rule (DenyIfCve, DenyIfEpss), and the allow rules
  * (quarantine, remediation) say when a new public version may be admitted,
  * not that a named identity may stay. Deny by default is no removal either:
- * only a decision of a DenyIdentity rule removes.
+ * only a decision of a DenyIdentity rule removes. A DenyIdentity limited by
+ * `packages` is judged with its selector, as at admission: one whose
+ * selector does not select its own package never removes anything, and its
+ * package is no candidate.
+ *
+ * Decision: the history rules (DenyIfTrustDowngrade, DenyIfInstallScriptAdded)
+ * are not judged here. Their facts are the public registry's history: who
+ * published each version (`_npmUser`, `dist.attestations`) and when
+ * (`time`). An inventory's document is the mirror's own copy, republished by
+ * the mirror worker: its `_npmUser` and `time` record that republication,
+ * not the public history, so judging them there would remove versions on
+ * facts the public registry never stated. Both still gate every admission
+ * (the artifact route included), so a version they refuse is never
+ * mirrored in the first place.
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
 import { systemClock } from '../clock.js'
 import { createEvaluator } from '../policy/evaluator.js'
 import type { Evaluator } from '../policy/decision.js'
+import { packageSelector } from '../policy/package-selector.js'
 import type { DenyIdentityConfig, RuleConfig } from '../policy/rule-schema.js'
 
 export interface Verdict {
@@ -40,7 +54,8 @@ export class RevocationJudge {
       if (rule.rule !== 'DenyIdentity') return
       identities.push(rule)
       labels.push(`mounts.${mount}.rules[${index}] DenyIdentity ${rule.package}@${rule.versions}`)
-      if (rule.appliesTo === undefined || rule.appliesTo.includes('revocation')) candidates.add(rule.package)
+      const selects = packageSelector(mount, rule.packages)?.matches(rule.package) ?? true
+      if (selects && (rule.appliesTo === undefined || rule.appliesTo.includes('revocation'))) candidates.add(rule.package)
     })
     this.#labels = labels
     this.#candidates = [...candidates]

@@ -64,7 +64,14 @@ export class EnqueueBuffer {
 
   /** Takes the job or refuses it at once; never waits for the queue. */
   enqueue = async (job: MirrorJob): Promise<void> => {
-    const body = encodeMirrorJob(job)
+    let body: string
+    try {
+      body = encodeMirrorJob(job)
+    } catch (error) {
+      // Over the job bound (or invalid): refused before it takes any room, and counted.
+      this.#dropped++
+      throw error
+    }
     if (this.#closed || this.#waiting.length >= this.#capacity) {
       this.#dropped++
       throw new ServiceError('QUEUE_FAILURE', {

@@ -15,6 +15,11 @@
  *   without the payload, with no budget, error log or counter (SPEC.md 6.1
  *   item 4); the redrive policy captures it.
  *
+ * Jobs of every mount go through this one loop: `worker` is a
+ * MirrorDispatch (mirror-dispatch.ts) that hands each job to its mount's
+ * worker, so budgets, counters and settle rules are the same for `js` and
+ * `py`.
+ *
  * Every successful poll and every settled job beats the heartbeat that
  * /livez reads (SPEC.md 3.2). `stop` is the drain, started with the
  * process's drain (not after it): no more receives, running jobs finish
@@ -29,7 +34,7 @@ import type { Logger } from '../log/logger.js'
 import type { Queue, QueueMessage } from '../queue/queue.js'
 import { inRootSpan } from '../telemetry/work-span.js'
 import type { MirrorCounters } from './mirror-counters.js'
-import { decodeMirrorJob, type MirrorJob } from './mirror-job.js'
+import { decodeMirrorJob, mountOf, type MirrorJob } from './mirror-job.js'
 import type { MirrorOutcome } from './mirror-worker.js'
 import { VisibilityRenewal, type GiveUp } from './visibility-renewal.js'
 
@@ -177,7 +182,7 @@ export class MirrorConsumer {
       logger.debug(MIRROR_JOB_UNDECODABLE, { messageId: message.messageId, detail: isServiceError(error) ? error.data?.['detail'] : undefined })
       return
     }
-    const named = { messageId: message.messageId, package: job.package, version: job.version, url: job.url, receiveCount: message.receiveCount }
+    const named = { messageId: message.messageId, mount: mountOf(job), package: job.package, version: job.version, url: job.url, receiveCount: message.receiveCount }
     if (message.receiveCount > maxReceiveCount) {
       return this.#discard(message, named, 'the delivery count is past the receive budget')
     }
@@ -193,7 +198,7 @@ export class MirrorConsumer {
     })
     let outcome: MirrorOutcome | undefined
     try {
-      outcome = await inRootSpan('mirror job', { 'package.name': job.package, 'package.version': job.version, 'messaging.message.id': message.messageId }, () => worker.process(job, controller.signal))
+      outcome = await inRootSpan('mirror job', { 'service.mount': mountOf(job), 'package.name': job.package, 'package.version': job.version, 'messaging.message.id': message.messageId }, () => worker.process(job, controller.signal))
     } catch (error) {
       if (!controller.signal.aborted) logger.warn(MIRROR_SETTLE_FAILED, { ...named, error: describe(error) })
     } finally {

@@ -14,6 +14,7 @@ import { Readable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { ServiceError } from '../errors.js'
 import { encodePackageName } from '../npm/names.js'
+import { NO_STRUCTURE_LIMITS, scanPackument } from '../packument/scanner.js'
 import type { BearerToken } from '../secret.js'
 import { digestSet, type DigestSet } from './artifact-digest.js'
 
@@ -108,7 +109,7 @@ export class MirrorTarget {
    * when the target answered) for a transient failure, UPSTREAM_REFUSED for
    * any other refusal, UPSTREAM_DECODE for a document that is not one.
    */
-  async lookup(packageName: string, version: string, signal?: AbortSignal): Promise<TargetVersion> {
+  async lookup(packageName: string, version: string, signal?: AbortSignal, onChunk?: ChunkCharge): Promise<TargetVersion> {
     const url = this.documentUrl(packageName)
     const where = { target: this.authority, package: packageName }
     let response: Dispatcher.ResponseData
@@ -131,13 +132,15 @@ export class MirrorTarget {
       await response.body.dump()
       throw new ServiceError(isTransientStatus(status) ? 'UPSTREAM_UNAVAILABLE' : 'UPSTREAM_REFUSED', { data: { ...where, status } })
     }
-    const text = await readBounded(response.body, this.#maxDocumentBytes, where)
+    // Scanned, not parsed whole: a large document costs its bytes and an index (1.1 B per byte, SPEC.md 8.1), not a tree of objects.
+    const chunks = await readBoundedChunks(response.body, this.#maxDocumentBytes, where, onChunk)
     let dist: { integrity?: unknown, shasum?: unknown } | undefined
     try {
-      const doc = JSON.parse(text) as { versions?: Record<string, { dist?: { integrity?: unknown, shasum?: unknown } }> }
-      const manifest = doc.versions?.[version]
-      if (manifest === undefined) return { kind: 'absent' }
-      dist = manifest.dist ?? {}
+      const index = scanPackument(chunks, { limits: NO_STRUCTURE_LIMITS, recordMembers: false })
+      const entry = index.versions.get(version)
+      if (entry === undefined) return { kind: 'absent' }
+      const manifest = JSON.parse(index.source.utf8(entry.valueStart, entry.valueEnd)) as { dist?: { integrity?: unknown, shasum?: unknown } } | null
+      dist = (typeof manifest === 'object' && manifest !== null && typeof manifest.dist === 'object' && manifest.dist !== null) ? manifest.dist : {}
     } catch (cause) {
       throw new ServiceError('UPSTREAM_DECODE', { cause, data: { ...where, reason: 'the target document is not JSON' } })
     }
@@ -191,16 +194,23 @@ export class MirrorTarget {
   }
 }
 
-async function readBounded(body: Dispatcher.ResponseData['body'], max: number, where: Record<string, unknown>): Promise<string> {
-  const chunks: Buffer[] = []
+/** Charges one chunk of a document read before the next is read (the embedded worker's memory gate); undefined when it fits at once. */
+export type ChunkCharge = (chunk: Uint8Array) => Promise<void> | undefined
+
+async function readBoundedChunks(body: Dispatcher.ResponseData['body'], max: number, where: Record<string, unknown>, onChunk: ChunkCharge | undefined): Promise<Uint8Array[]> {
+  const chunks: Uint8Array[] = []
   let bytes = 0
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    bytes += chunk.byteLength
-    if (bytes > max) {
-      body.destroy()
-      throw new ServiceError('RESPONSE_TOO_LARGE', { data: { ...where, limit: max } })
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      bytes += chunk.byteLength
+      if (bytes > max) throw new ServiceError('RESPONSE_TOO_LARGE', { data: { ...where, limit: max } })
+      const pending = onChunk?.(chunk)
+      if (pending !== undefined) await pending
+      chunks.push(chunk)
     }
-    chunks.push(chunk)
+  } catch (error) {
+    body.destroy()
+    throw error
   }
-  return Buffer.concat(chunks).toString('utf8')
+  return chunks
 }

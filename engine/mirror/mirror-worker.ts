@@ -24,12 +24,14 @@
  */
 import { ServiceError, isServiceError, toServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
+import { PAUSE_CAP_UPSTREAM_READ_MS, type Admission } from '../memory/gate.js'
 import type { ArtifactResponse } from '../upstream/http1/artifact-response.js'
 import type { OpenArtifactOptions } from '../upstream/upstream-client.js'
 import { compareDigests, digestSet, DigestVerifier, expectedDigest } from './artifact-digest.js'
 import type { MirrorResult } from './mirror-counters.js'
 import type { MirrorJob } from './mirror-job.js'
-import { isTransientStatus, type MirrorTarget, type TargetVersion } from './mirror-target.js'
+import { isTransientStatus, type ChunkCharge, type MirrorTarget, type TargetVersion } from './mirror-target.js'
+import { detailOf, JobOutcomes, MIRROR_JOB_REFUSED, MIRROR_PUBLISH_REFUSED } from './job-outcomes.js'
 import { attachmentName, Base64Chunker, publishDocumentParts } from './publish-body.js'
 import { publishedManifest, readPublicManifest, type ManifestSource } from './version-manifest.js'
 
@@ -39,12 +41,8 @@ export const MIRROR_JOB_MIRRORED = 'mirror job mirrored'
 export const MIRROR_COLLISION = 'mirror collision: the target holds this version with a different integrity'
 /** error: the bytes or the manifest do not match the job's digests. */
 export const MIRROR_INTEGRITY_MISMATCH = 'mirror integrity mismatch'
-/** warn: the job cannot succeed (too large, no digest, upstream refusal); left for the redrive policy. */
-export const MIRROR_JOB_REFUSED = 'mirror job cannot succeed'
-/** error: the mirror target refused the publication. */
-export const MIRROR_PUBLISH_REFUSED = 'mirror publication refused'
-/** warn: a transient failure; the job is retried. */
-export const MIRROR_JOB_RETRIED = 'mirror job failed transiently; retried'
+// The log lines both workers share live with their outcomes (job-outcomes.ts).
+export { MIRROR_JOB_REFUSED, MIRROR_PUBLISH_REFUSED, MIRROR_JOB_RETRIED } from './job-outcomes.js'
 
 /** What the consumer does with the delivery. */
 export type Disposition = 'delete' | 'release' | 'leave'
@@ -61,21 +59,43 @@ export interface PublicArtifactSource extends ManifestSource {
   openArtifact(url: URL, options: OpenArtifactOptions): Promise<ArtifactResponse>
 }
 
+/** The process's memory gate, when the worker shares a heap with the proxy (embedded): its document reads are charged to it. */
+export interface MirrorMemory {
+  enter(signal?: AbortSignal): Promise<Admission>
+}
+
 export interface MirrorWorkerOptions {
   readonly source: PublicArtifactSource
   readonly target: MirrorTarget
   /** `limits.maxArtifactBytes` resolved: the largest artifact accepted. */
   readonly maxArtifactBytes: number
   readonly logger: Logger
+  readonly memory?: MirrorMemory
 }
 
-const TRANSIENT_CODES: ReadonlySet<string> = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_DECODE'])
+/** SPEC.md 8.1's rate for a js listing read: the worker's two document reads are listings too. */
+const DOCUMENT_CHARGE_PER_BYTE = 1.1
+
+// GATE_*: the proxy's memory is spoken for; the job waits out its window and comes back, never ahead of the requests.
+const TRANSIENT_CODES: ReadonlySet<string> = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_DECODE', 'GATE_SHED', 'GATE_PAUSE_TIMEOUT'])
+
+/** A chunk charge against the job's admission, or undefined when the worker runs on its own (no gate). */
+function chargeChunks(admission: Admission | undefined, signal: AbortSignal | undefined): ChunkCharge | undefined {
+  if (admission === undefined) return undefined
+  return (chunk) => {
+    const bytes = Math.ceil(chunk.byteLength * DOCUMENT_CHARGE_PER_BYTE)
+    if (admission.tryCharge(bytes)) return undefined
+    return admission.charge(bytes, { timeoutMs: PAUSE_CAP_UPSTREAM_READ_MS, ...(signal === undefined ? {} : { signal }) })
+  }
+}
 
 export class MirrorWorker {
   readonly #source: PublicArtifactSource
   readonly #target: MirrorTarget
   readonly #max: number
   readonly #logger: Logger
+  readonly #memory: MirrorMemory | undefined
+  readonly #outcomes: JobOutcomes
 
   constructor(options: MirrorWorkerOptions) {
     if (!Number.isSafeInteger(options.maxArtifactBytes) || options.maxArtifactBytes <= 0) {
@@ -85,23 +105,30 @@ export class MirrorWorker {
     this.#target = options.target
     this.#max = options.maxArtifactBytes
     this.#logger = options.logger
+    this.#memory = options.memory
+    this.#outcomes = new JobOutcomes({ logger: options.logger, maxArtifactBytes: options.maxArtifactBytes, targetAuthority: options.target.authority })
   }
 
   /** Runs one job. Throws only the signal's reason when `signal` aborts (the consumer cancelled it). */
   async process(job: MirrorJob, signal?: AbortSignal): Promise<MirrorOutcome> {
     const where = { package: job.package, version: job.version, filename: job.filename }
+    let admission: Admission | undefined
     try {
-      return await this.#process(job, where, signal)
+      // Embedded in the proxy, the documents this job reads share the requests' heap: charged like a listing (SPEC.md 8.1).
+      if (this.#memory !== undefined) admission = await this.#memory.enter(signal)
+      return await this.#process(job, where, signal, chargeChunks(admission, signal))
     } catch (error) {
       if (signal?.aborted === true) throw signal.reason
       const failure = toServiceError(error)
-      if (TRANSIENT_CODES.has(failure.code)) return this.#retried(where, failure.code, 'leave', failure)
+      if (TRANSIENT_CODES.has(failure.code)) return this.#outcomes.retried(where, failure.code, 'leave', failure)
       this.#logger.warn(MIRROR_JOB_REFUSED, { ...where, result: 'upstream_refused', code: failure.code, ...detailOf(failure) })
       return { result: 'upstream_refused', disposition: 'leave', reason: failure.code }
+    } finally {
+      admission?.release()
     }
   }
 
-  async #process(job: MirrorJob, where: Record<string, string>, signal: AbortSignal | undefined): Promise<MirrorOutcome> {
+  async #process(job: MirrorJob, where: Record<string, string>, signal: AbortSignal | undefined, charge: ChunkCharge | undefined): Promise<MirrorOutcome> {
     const expected = expectedDigest(job.integrity, job.shasum)
     if (expected === undefined) {
       this.#logger.warn(MIRROR_JOB_REFUSED, { ...where, result: 'no_digest' })
@@ -110,13 +137,14 @@ export class MirrorWorker {
 
     let present: TargetVersion
     try {
-      present = await this.#target.lookup(job.package, job.version, signal)
+      present = await this.#target.lookup(job.package, job.version, signal, charge)
     } catch (error) {
-      return this.#targetFailure(where, error, signal)
+      if (isServiceError(error, 'GATE_SHED') || isServiceError(error, 'GATE_PAUSE_TIMEOUT')) throw error
+      return this.#outcomes.targetFailure(where, error, signal)
     }
     if (present.kind === 'present') return this.#alreadyThere(job, where, present)
 
-    const manifest = await readPublicManifest(this.#source, job, signal)
+    const manifest = await readPublicManifest(this.#source, job, signal, charge)
     if (manifest.kind === 'missing') {
       this.#logger.warn(MIRROR_JOB_REFUSED, { ...where, result: 'upstream_refused', detail: manifest.detail })
       return { result: 'upstream_refused', disposition: 'leave', reason: manifest.detail }
@@ -133,14 +161,14 @@ export class MirrorWorker {
     const status = artifact.statusCode
     if (status !== 200 || artifact.body === null) {
       artifact.body?.destroy()
-      if (isTransientStatus(status)) return this.#retried(where, `upstream status ${status}`, 'leave')
+      if (isTransientStatus(status)) return this.#outcomes.retried(where, `upstream status ${status}`, 'leave')
       this.#logger.warn(MIRROR_JOB_REFUSED, { ...where, result: 'upstream_refused', status })
       return { result: 'upstream_refused', disposition: 'leave', reason: `the public upstream answered ${status}` }
     }
     const declared = Number(artifact.headers['content-length'])
     if (Number.isFinite(declared) && declared > this.#max) {
       artifact.body.destroy()
-      return this.#tooLarge(where, declared)
+      return this.#outcomes.tooLarge(where, declared)
     }
 
     const verifier = new DigestVerifier(expected)
@@ -178,7 +206,7 @@ export class MirrorWorker {
       answer = await this.#target.publish(job.package, document(), signal)
     } catch (error) {
       if (signal?.aborted === true) throw signal.reason
-      if (isServiceError(error, 'MIRROR_ARTIFACT_TOO_LARGE')) return this.#tooLarge(where, bytes)
+      if (isServiceError(error, 'MIRROR_ARTIFACT_TOO_LARGE')) return this.#outcomes.tooLarge(where, bytes)
       if (isServiceError(error, 'MIRROR_INTEGRITY_MISMATCH')) {
         this.#logger.error(MIRROR_INTEGRITY_MISMATCH, {
           ...where, detail: 'the fetched bytes do not match the admitted digest',
@@ -187,7 +215,7 @@ export class MirrorWorker {
         return { result: 'integrity_mismatch', disposition: 'leave', reason: 'the fetched bytes do not match the admitted digest' }
       }
       // No answer from the target: a transient publish failure, released at once (SPEC.md 3.7).
-      if (isServiceError(error) && error.data?.['target'] !== undefined) return this.#retried(where, 'no answer from the mirror target', 'release', error)
+      if (isServiceError(error) && error.data?.['target'] !== undefined) return this.#outcomes.retried(where, 'no answer from the mirror target', 'release', error)
       // The artifact read failed mid-stream: an upstream problem, which waits out its window (process() maps it).
       throw error
     }
@@ -202,12 +230,12 @@ export class MirrorWorker {
       try {
         now = await this.#target.lookup(job.package, job.version, signal)
       } catch (error) {
-        return this.#targetFailure(where, error, signal)
+        return this.#outcomes.targetFailure(where, error, signal)
       }
       if (now.kind === 'present') return this.#alreadyThere(job, where, now)
-      return this.#retried(where, 'the target answered 409 without the version', 'release')
+      return this.#outcomes.retried(where, 'the target answered 409 without the version', 'release')
     }
-    if (isTransientStatus(published)) return this.#retried(where, `target status ${published}`, 'release')
+    if (isTransientStatus(published)) return this.#outcomes.retried(where, `target status ${published}`, 'release')
     this.#logger.error(MIRROR_PUBLISH_REFUSED, { ...where, status: published, target: this.#target.authority })
     return { result: 'publish_refused', disposition: 'leave', reason: `the mirror target answered ${published}` }
   }
@@ -225,31 +253,4 @@ export class MirrorWorker {
     })
     return { result: 'collision', disposition: 'leave', reason: 'the target holds the version with a different integrity' }
   }
-
-  #targetFailure(where: Record<string, string>, error: unknown, signal: AbortSignal | undefined): MirrorOutcome {
-    if (signal?.aborted === true) throw signal.reason
-    const failure = toServiceError(error)
-    if (failure.code === 'UPSTREAM_UNAVAILABLE') return this.#retried(where, 'mirror target unavailable', 'leave', failure)
-    this.#logger.error(MIRROR_PUBLISH_REFUSED, { ...where, code: failure.code, target: this.#target.authority, ...detailOf(failure) })
-    return { result: 'publish_refused', disposition: 'leave', reason: `the mirror target refused the lookup (${failure.code})` }
-  }
-
-  #tooLarge(where: Record<string, string>, bytes: number): MirrorOutcome {
-    this.#logger.warn(MIRROR_JOB_REFUSED, { ...where, result: 'too_large', bytes, limit: this.#max })
-    return { result: 'too_large', disposition: 'leave', reason: `the artifact exceeds ${this.#max} bytes` }
-  }
-
-  #retried(where: Record<string, string>, reason: string, disposition: Disposition, error?: ServiceError): MirrorOutcome {
-    this.#logger.warn(MIRROR_JOB_RETRIED, { ...where, reason, ...(error === undefined ? {} : { code: error.code, ...detailOf(error) }) })
-    return { result: 'retried', disposition, reason }
-  }
-}
-
-function detailOf(error: ServiceError): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  for (const key of ['status', 'reason', 'code'] as const) {
-    const value = error.data?.[key]
-    if (value !== undefined) out[key === 'code' ? 'transport' : key] = value
-  }
-  return out
 }

@@ -32,8 +32,8 @@ export type ManifestLookup =
   | { readonly kind: 'mismatch'; readonly detail: string; readonly integrity: string | undefined; readonly shasum: string | undefined }
 
 /** Reads the job's version manifest; throws the client's ServiceError when the read fails. */
-export async function readPublicManifest(source: ManifestSource, job: MirrorJob, signal?: AbortSignal): Promise<ManifestLookup> {
-  const doc = await source.fetchDocument(job.package, { accept: 'application/json', ...(signal === undefined ? {} : { signal }) })
+export async function readPublicManifest(source: ManifestSource, job: MirrorJob, signal?: AbortSignal, onChunk?: (chunk: Uint8Array) => Promise<void> | undefined): Promise<ManifestLookup> {
+  const doc = await source.fetchDocument(job.package, { accept: 'application/json', ...(signal === undefined ? {} : { signal }), ...(onChunk === undefined ? {} : { onChunk }) })
   if (doc.kind === 'miss') return { kind: 'missing', detail: `the public upstream answered ${doc.status} for the package` }
   const index = scanPackument(doc.chunks, { limits: NO_STRUCTURE_LIMITS, recordMembers: false })
   const entry = index.versions.get(job.version)

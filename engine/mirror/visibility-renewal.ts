@@ -14,6 +14,7 @@
  */
 import type { Clock } from '../clock.js'
 import { isServiceError } from '../errors.js'
+import { systemTimers, type TimerHandle, type Timers } from '../memory/timers.js'
 import { QUEUE_LIMITS, QueueFailureReason, type Queue } from '../queue/queue.js'
 
 /** Consecutive failed renewals after which the job is given up. */
@@ -34,6 +35,8 @@ export interface VisibilityRenewalOptions {
   readonly receivedAt: number
   readonly clock: Clock
   readonly onGiveUp: (why: GiveUp) => void
+  /** Tests pass timers on their own clock; default the system's. */
+  readonly timers?: Timers
 }
 
 const LIFETIME_MS = QUEUE_LIMITS.maxVisibilitySeconds * 1000
@@ -42,7 +45,7 @@ export class VisibilityRenewal {
   readonly #options: VisibilityRenewalOptions
   #deadline: number
   #failures = 0
-  #timer: NodeJS.Timeout | undefined
+  #timer: TimerHandle | undefined
   #stopped = false
   #renewals = 0
 
@@ -57,13 +60,13 @@ export class VisibilityRenewal {
 
   stop(): void {
     this.#stopped = true
-    clearTimeout(this.#timer)
+    this.#timer?.clear()
   }
 
   #schedule(): void {
     if (this.#stopped) return
     const remaining = Math.max(0, this.#deadline - this.#options.clock.now())
-    this.#timer = setTimeout(() => { void this.#renew() }, Math.floor(remaining / 3))
+    this.#timer = (this.#options.timers ?? systemTimers).after(Math.floor(remaining / 3), () => { void this.#renew() })
     this.#timer.unref()
   }
 

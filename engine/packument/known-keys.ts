@@ -1,6 +1,6 @@
 /**
- * The member names the scanner acts on inside a manifest, its `dist` and its
- * `scripts`, recognized from their raw bytes without decoding a string:
+ * The member names the scanner acts on inside a manifest, its `dist`, its
+ * `scripts`, `_npmUser` and `dist.attestations`, recognized from their raw bytes without decoding a string:
  * these objects hold most of a packument's keys (tens per version), and all
  * that matters about any other key is that it is not one of these.
  */
@@ -18,6 +18,11 @@ const NAMES: readonly string[] = [
   'integrity',
   'shasum',
   ...INSTALL_SCRIPTS,
+  // Publishing trust (DenyIfTrustDowngrade): `_npmUser.trustedPublisher`, `dist.attestations.provenance`.
+  '_npmUser',
+  'trustedPublisher',
+  'attestations',
+  'provenance',
 ]
 
 const IDS: ReadonlyMap<string, number> = new Map(NAMES.map((name, id) => [name, id]))
@@ -35,6 +40,11 @@ export const KEY_SCRIPTS = idOf('scripts')
 export const KEY_TARBALL = idOf('tarball')
 export const KEY_INTEGRITY = idOf('integrity')
 export const KEY_SHASUM = idOf('shasum')
+export const KEY_HAS_INSTALL_SCRIPT = idOf('hasInstallScript')
+export const KEY_NPM_USER = idOf('_npmUser')
+export const KEY_TRUSTED_PUBLISHER = idOf('trustedPublisher')
+export const KEY_ATTESTATIONS = idOf('attestations')
+export const KEY_PROVENANCE = idOf('provenance')
 
 // What the abbreviated form does with a manifest member, by key id.
 export const K_DROP = 0

@@ -21,14 +21,22 @@
 import type { Ecosystem } from '../advisory/artifact/database.js'
 import { ServiceError } from '../errors.js'
 import { canonicalVersion } from '../npm/canonical-version.js'
-import type { Decision, RuleKind, VersionFacts } from '../policy/decision.js'
+import type { Decision, EarlierTrust, FactNeeds, HistoryFacts, RuleKind, TrustLevel, VersionFacts } from '../policy/decision.js'
 import { newestSurvivingVersion } from './latest.js'
 import { memberString, NOT_A_STRING, type Member, type PackumentIndex, type VersionEntry } from './packument-index.js'
 import { publishTimeMs } from './publish-time.js'
 import { decodeFilename, TarballRewriter, tarballSegmentRange } from './tarball-url.js'
+import { hasInstallScript, trustOf, VersionHistory } from './version-history.js'
 
-/** The gate for one public version. */
-export type Decide = (facts: VersionFacts) => Decision
+/**
+ * The gate for one public version. `needs` says which history facts its
+ * rules read (absent: none); the scanner records them and the merge supplies
+ * them only then, so a mount without those rules pays nothing for them.
+ */
+export interface Decide {
+  (facts: VersionFacts): Decision
+  readonly needs?: FactNeeds
+}
 
 export interface MergeInput {
   readonly packageName: string
@@ -56,6 +64,8 @@ export interface SelectedVersion {
   readonly shasum: string | undefined
   /** The upstream's publish time of the version (`time[version]`), ms since the epoch; the artifact path gates on it again. */
   readonly publishedAt: number | undefined
+  /** The history facts the mount's rules read (Decide.needs), for the artifact path's gate; absent when none do. */
+  readonly history?: HistoryFacts | undefined
 }
 
 /** A decision the main thread must see: a skipped check or an advisory rule that could not consult the database. */
@@ -173,14 +183,39 @@ class LazyVersionFacts implements VersionFacts {
   readonly name: string
   readonly version: string
   readonly #index: PackumentIndex
+  readonly #entry: VersionEntry
+  readonly #history: VersionHistory | undefined
   #publishedMs: number | undefined | null = null
   #publishedAt: Date | undefined | null = null
 
-  constructor(ecosystem: Ecosystem, name: string, version: string, index: PackumentIndex) {
+  constructor(ecosystem: Ecosystem, name: string, version: string, index: PackumentIndex, entry: VersionEntry, history: VersionHistory | undefined) {
     this.ecosystem = ecosystem
     this.name = name
     this.version = version
     this.#index = index
+    this.#entry = entry
+    this.#history = history
+  }
+
+  get trust(): TrustLevel | undefined {
+    return this.#history?.needs.trust === true ? trustOf(this.#entry) : undefined
+  }
+
+  get earlierTrust(): EarlierTrust | undefined {
+    return this.#history?.needs.trust === true ? this.#history.earlierTrust(this.version, this.publishedMs) : undefined
+  }
+
+  get installScript(): boolean | undefined {
+    return this.#history?.needs.installScripts === true ? hasInstallScript(this.#entry) : undefined
+  }
+
+  get scriptAddedAfter(): string | undefined {
+    return this.#history?.needs.installScripts === true && hasInstallScript(this.#entry) ? this.#history.scriptAddedAfter(this.version) : undefined
+  }
+
+  /** The history facts for the selected-version record, or undefined when no rule reads any. */
+  historyFacts(): HistoryFacts | undefined {
+    return this.#history?.factsOf(this.version, this.#entry, this.publishedMs)
   }
 
   get publishedMs(): number | undefined {
@@ -212,6 +247,8 @@ function selectedRecord(version: string, tarball: Tarball, index: PackumentIndex
     integrity: decodeSlice(index, entry.integrityStart, entry.integrityEnd, entry.integrityPlain),
     shasum: decodeSlice(index, entry.shasumStart, entry.shasumEnd, entry.shasumPlain),
     publishedAt: facts.publishedMs,
+    // Always present (undefined when no rule reads history): one record shape on the hot path.
+    history: facts.historyFacts(),
   }
 }
 
@@ -284,7 +321,7 @@ export function withholdingOf(decisions: readonly Decision[], unservable: number
     if (decision.verdict === 'expired') expired ??= decision
     else {
       denied = true
-      const cause = decision.reason === 'cve' || decision.reason === 'epss' || decision.reason === 'identity' ? decision.reason : 'not_admitted'
+      const cause = NAMED_CAUSES.has(decision.reason) ? decision.reason : 'not_admitted'
       causes[cause] = (causes[cause] ?? 0) + 1
     }
   }
@@ -298,7 +335,11 @@ export function withholdingOf(decisions: readonly Decision[], unservable: number
   return denied ? { code: 'POLICY_WITHHELD', causes } : undefined
 }
 
+const NAMED_CAUSES: ReadonlySet<string> = new Set(['cve', 'epss', 'identity', 'trust_downgrade', 'install_script_added'])
+
 const CAUSE_WORDS: Readonly<Record<string, string>> = {
+  trust_downgrade: 'published with less trust than an earlier version (DenyIfTrustDowngrade)',
+  install_script_added: 'adding an install script, in its quarantine (DenyIfInstallScriptAdded)',
   cve: 'with known advisories (DenyIfCve)',
   epss: 'with advisories above the exploit-probability threshold (DenyIfEpss)',
   identity: 'denied by name and version (DenyIdentity)',
@@ -372,6 +413,8 @@ export function planMerge(input: MergeInput): MergePlan {
 
   if (publicIndex !== undefined) {
     const commonNameAgrees = publicIndex.manifestName === packageName
+    const needs = decide.needs
+    const history = needs !== undefined && (needs.trust || needs.installScripts) ? new VersionHistory(publicIndex, needs) : undefined
     for (const [version, entry] of publicIndex.versions) {
       // Every rule judges the version the client would install: only a canonical key is gated at all.
       const canonical = canonicalVersion(version)
@@ -389,7 +432,7 @@ export function planMerge(input: MergeInput): MergePlan {
         drop(version, disagreement)
         continue
       }
-      const facts = new LazyVersionFacts(ecosystem, packageName, version, publicIndex)
+      const facts = new LazyVersionFacts(ecosystem, packageName, version, publicIndex, entry, history)
       const decision = decide(facts)
       let reported = decision.skipped.length > 0
       for (const observation of decision.advisory) {

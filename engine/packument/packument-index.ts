@@ -19,6 +19,10 @@ export interface Member {
 export const VERSION_HAS_INSTALL_SCRIPT = 1 // scripts.preinstall, install or postinstall is set
 export const VERSION_HAS_INSTALL_SCRIPT_MEMBER = 2 // the manifest carries `hasInstallScript` itself
 export const VERSION_HAS_BUNDLE_DEPENDENCIES = 4 // the manifest carries `bundleDependencies`
+// Recorded only when the scanner is told to (ScannerOptions recordTrust, recordScripts): what the history rules read.
+export const VERSION_TRUSTED_PUBLISHER = 8 // `_npmUser.trustedPublisher` is set (truthy)
+export const VERSION_PROVENANCE = 16 // `dist.attestations.provenance` is set (truthy)
+export const VERSION_DECLARES_INSTALL_SCRIPT = 32 // `hasInstallScript: true`
 
 /** Codes of the manifest-member pool, which holds only the members the abbreviated form renders. */
 export const MEMBER_KEEP = 1

@@ -4,7 +4,7 @@
  * tests and the bench baseline comparison run them here.
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
-import type { RuleKind } from '../policy/decision.js'
+import type { FactNeeds, RuleKind } from '../policy/decision.js'
 import { derivedEtag, type UpstreamEtags } from './derived-etag.js'
 import { planMerge, type Decide, type DroppedVersion, type MergeCounts, type MergePlan, type SelectedVersion, type VersionObservation, type Withholding } from './merge.js'
 import { outputBasisBytes, RESPONSE_CHARGE_PER_BASIS_BYTE, type BasisDocument } from './output-basis.js'
@@ -35,9 +35,13 @@ export interface PackumentOutcome {
   readonly basisBytes: number
 }
 
-/** Indexes one document given as chunks. */
-export function indexDocument(chunks: Iterable<Uint8Array>, abbreviated: boolean, limits?: StructureLimits): PackumentIndex {
-  const scanner = new PackumentScanner({ recordMembers: abbreviated, ...(limits === undefined ? {} : { limits }) })
+/** Indexes one document given as chunks; `needs` (the gate's Decide.needs) adds the flags the history rules read. */
+export function indexDocument(chunks: Iterable<Uint8Array>, abbreviated: boolean, limits?: StructureLimits, needs?: FactNeeds): PackumentIndex {
+  const scanner = new PackumentScanner({
+    recordMembers: abbreviated,
+    ...(limits === undefined ? {} : { limits }),
+    ...(needs === undefined ? {} : { recordTrust: needs.trust, recordScripts: needs.installScripts }),
+  })
   for (const chunk of chunks) scanner.push(chunk)
   return scanner.end()
 }
@@ -110,6 +114,6 @@ export function runPackumentPipeline(
   publicChunks: Iterable<Uint8Array> | undefined,
 ): PackumentOutcome {
   const privateIndex = privateChunks === undefined ? undefined : indexDocument(privateChunks, request.abbreviated, request.limits)
-  const publicIndex = publicChunks === undefined ? undefined : indexDocument(publicChunks, request.abbreviated, request.limits)
+  const publicIndex = publicChunks === undefined ? undefined : indexDocument(publicChunks, request.abbreviated, request.limits, request.decide.needs)
   return mergeAndRender(request, privateIndex, publicIndex)
 }

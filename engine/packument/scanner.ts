@@ -21,12 +21,14 @@
  */
 import { ServiceError } from '../errors.js'
 import {
-  INSTALL_SCRIPT_KEYS, K_BUNDLE_DEPENDENCIES, K_BUNDLED, K_DROP, K_HAS_INSTALL_SCRIPT, KEY_DIST, KEY_INTEGRITY, KEY_SCRIPTS,
-  KEY_SHASUM, KEY_TARBALL, KEY_NAME, KEY_VERSION, knownKeyId, knownKeyIdOf, MANIFEST_CODES,
+  INSTALL_SCRIPT_KEYS, K_BUNDLE_DEPENDENCIES, K_BUNDLED, K_DROP, K_HAS_INSTALL_SCRIPT, KEY_ATTESTATIONS, KEY_DIST, KEY_HAS_INSTALL_SCRIPT,
+  KEY_INTEGRITY, KEY_NPM_USER, KEY_PROVENANCE, KEY_SCRIPTS, KEY_SHASUM, KEY_TARBALL, KEY_TRUSTED_PUBLISHER, KEY_NAME, KEY_VERSION,
+  knownKeyId, knownKeyIdOf, MANIFEST_CODES,
 } from './known-keys.js'
 import {
   MEMBER_ADJACENT, MEMBER_BUNDLED, MEMBER_KEEP, MEMBER_STRIDE,
-  VERSION_HAS_BUNDLE_DEPENDENCIES, VERSION_HAS_INSTALL_SCRIPT, VERSION_HAS_INSTALL_SCRIPT_MEMBER,
+  VERSION_DECLARES_INSTALL_SCRIPT, VERSION_HAS_BUNDLE_DEPENDENCIES, VERSION_HAS_INSTALL_SCRIPT, VERSION_HAS_INSTALL_SCRIPT_MEMBER,
+  VERSION_PROVENANCE, VERSION_TRUSTED_PUBLISHER,
   NOT_A_STRING, VersionEntry,
   type Member, type PackumentIndex,
 } from './packument-index.js'
@@ -45,6 +47,10 @@ export interface ScannerOptions {
   readonly limits?: StructureLimits
   /** Record manifest members for the abbreviated form (default true). */
   readonly recordMembers?: boolean
+  /** Record each version's publishing trust (VERSION_TRUSTED_PUBLISHER, VERSION_PROVENANCE) for DenyIfTrustDowngrade (default false). */
+  readonly recordTrust?: boolean
+  /** Record each version's install scripts (VERSION_HAS_INSTALL_SCRIPT, VERSION_DECLARES_INSTALL_SCRIPT) whatever the form, for DenyIfInstallScriptAdded (default false). */
+  readonly recordScripts?: boolean
 }
 
 /** Nesting deeper than this is refused as a structural limit, not parsed. */
@@ -87,6 +93,8 @@ const R_DIST = 5
 const R_TIME = 6
 const R_TAGS = 7
 const R_SCRIPTS = 8
+const R_NPM_USER = 9 // a manifest's `_npmUser` (recordTrust)
+const R_ATTESTATIONS = 10 // a manifest's `dist.attestations` (recordTrust)
 
 const T_OBJECT = 1
 const T_ARRAY = 2
@@ -116,6 +124,9 @@ function decodeError(offset: number, reason: string): ServiceError {
 export class PackumentScanner {
   readonly #limits: StructureLimits
   readonly #recordMembers: boolean
+  readonly #recordTrust: boolean
+  /** Install-script bits are read: for the abbreviated form, or for DenyIfInstallScriptAdded. */
+  readonly #readScripts: boolean
   readonly #source = new SourceBytes()
   readonly #utf8 = new Utf8Validator()
 
@@ -167,6 +178,8 @@ export class PackumentScanner {
   constructor(options: ScannerOptions = {}) {
     this.#limits = options.limits ?? NO_STRUCTURE_LIMITS
     this.#recordMembers = options.recordMembers ?? true
+    this.#recordTrust = options.recordTrust ?? false
+    this.#readScripts = this.#recordMembers || (options.recordScripts ?? false)
     this.#roles[0] = R_DOCUMENT
   }
 
@@ -534,7 +547,7 @@ export class PackumentScanner {
   #onKey(depth: number, start: number, end: number, flags: number, buf: Uint8Array, base: number): void {
     this.#keyStart[depth] = start
     const role = this.#roles[depth]
-    if (role === R_MANIFEST || role === R_DIST || role === R_SCRIPTS) {
+    if (role === R_MANIFEST || role === R_DIST || role === R_SCRIPTS || role === R_NPM_USER || role === R_ATTESTATIONS) {
       const from = start + 1 - base
       this.#keyIds[depth] = (flags & F_ESCAPE) === 0 && from >= 0
         ? knownKeyId(buf, from, end - 1 - base)
@@ -584,10 +597,20 @@ export class PackumentScanner {
           clearDist(this.#version!)
           return R_DIST
         }
-        // Only the abbreviated form reads scripts (for `hasInstallScript`).
-        if (id !== KEY_SCRIPTS || !this.#recordMembers) return R_OTHER
+        if (id === KEY_NPM_USER && this.#recordTrust) {
+          // A repeated `_npmUser` replaces the earlier one whole.
+          this.#version!.flags &= ~VERSION_TRUSTED_PUBLISHER
+          return R_NPM_USER
+        }
+        // Only the abbreviated form and DenyIfInstallScriptAdded read scripts.
+        if (id !== KEY_SCRIPTS || !this.#readScripts) return R_OTHER
         this.#installScripts = 0
         return R_SCRIPTS
+      }
+      case R_DIST: {
+        if (!isObject || !this.#recordTrust || this.#keyIds[depth] !== KEY_ATTESTATIONS) return R_OTHER
+        this.#version!.flags &= ~VERSION_PROVENANCE
+        return R_ATTESTATIONS
       }
       default:
         return R_OTHER
@@ -656,11 +679,17 @@ export class PackumentScanner {
             entry.versionIsKey = isString && flags === 0 && this.#plainTokenIs(valueStart, end, entry.version)
           } else if (id === KEY_DIST) {
             if (first !== 0x7b) clearDist(entry)
-          } else if (first === 0x7b && this.#recordMembers && this.#installScripts !== 0) {
+          } else if (first === 0x7b && this.#readScripts && this.#installScripts !== 0) {
             entry.flags |= VERSION_HAS_INSTALL_SCRIPT
           } else {
             entry.flags &= ~VERSION_HAS_INSTALL_SCRIPT
           }
+        }
+        if (id === KEY_NPM_USER && this.#valueFirst[depth] !== 0x7b) this.#version!.flags &= ~VERSION_TRUSTED_PUBLISHER
+        else if (id === KEY_HAS_INSTALL_SCRIPT && this.#readScripts) {
+          // npm's minifier writes `hasInstallScript: true`; the value counts, as JSON.parse keeps the last.
+          if (this.#valueFirst[depth] === 0x74) this.#version!.flags |= VERSION_DECLARES_INSTALL_SCRIPT
+          else this.#version!.flags &= ~VERSION_DECLARES_INSTALL_SCRIPT
         }
         // Only the abbreviated form reads the other manifest members.
         if (!this.#recordMembers) return
@@ -701,24 +730,44 @@ export class PackumentScanner {
           entry.shasumStart = isString ? valueStart : -1
           entry.shasumEnd = isString ? end : -1
           entry.shasumPlain = plain
+        } else if (id === KEY_ATTESTATIONS && this.#valueFirst[depth] !== 0x7b) {
+          entry.flags &= ~VERSION_PROVENANCE
         }
         return
       }
+      case R_NPM_USER:
+        if (this.#keyIds[depth] === KEY_TRUSTED_PUBLISHER) this.#flagTruthy(depth, valueStart, end, VERSION_TRUSTED_PUBLISHER)
+        return
+      case R_ATTESTATIONS:
+        if (this.#keyIds[depth] === KEY_PROVENANCE) this.#flagTruthy(depth, valueStart, end, VERSION_PROVENANCE)
+        return
       case R_SCRIPTS: {
         const bit = INSTALL_SCRIPT_KEYS[this.#keyIds[depth]!]!
         if (bit === 0) return
-        // npm's minifier tests truthiness: a non-empty string, any object, array or true, a number other than 0.
-        const first = this.#valueFirst[depth]!
-        const truthy = first === 0x22 ? end - valueStart > 2 : first === 0x7b || first === 0x5b || first === 0x74 ||
-          ((first === 0x2d || (first >= 0x30 && first <= 0x39)) && Number(this.#source.ascii(valueStart, end)) !== 0)
         // Judged when the `scripts` object ends (R_MANIFEST), by each script's last value.
-        if (truthy) this.#installScripts |= bit
+        if (this.#truthy(depth, valueStart, end)) this.#installScripts |= bit
         else this.#installScripts &= ~bit
         return
       }
       default:
         return
     }
+  }
+
+  /**
+   * Whether the value [valueStart, end) just scanned is truthy as JavaScript
+   * reads it (npm's minifier and pnpm's trust check both test truthiness): a
+   * non-empty string, any object, array or true, a number other than 0.
+   */
+  #truthy(depth: number, valueStart: number, end: number): boolean {
+    const first = this.#valueFirst[depth]!
+    return first === 0x22 ? end - valueStart > 2 : first === 0x7b || first === 0x5b || first === 0x74 ||
+      ((first === 0x2d || (first >= 0x30 && first <= 0x39)) && Number(this.#source.ascii(valueStart, end)) !== 0)
+  }
+
+  #flagTruthy(depth: number, valueStart: number, end: number, flag: number): void {
+    if (this.#truthy(depth, valueStart, end)) this.#version!.flags |= flag
+    else this.#version!.flags &= ~flag
   }
 
   /**
@@ -768,6 +817,7 @@ export class PackumentScanner {
 
 /** Forgets a manifest's `dist` values: a later `dist` member replaces the earlier one whole. */
 function clearDist(entry: VersionEntry): void {
+  entry.flags &= ~VERSION_PROVENANCE
   entry.tarballStart = -1
   entry.tarballEnd = -1
   entry.tarballPlain = false

@@ -12,11 +12,58 @@ import type { Ecosystem } from '../advisory/artifact/database.js'
 
 export type Phase = 'admission' | 'revocation'
 
-export const RULE_KINDS = ['DenyIdentity', 'DenyIfCve', 'DenyIfEpss', 'AllowIfRemediatesCve', 'AllowIfOlderThan'] as const
+export const RULE_KINDS = [
+  'DenyIdentity', 'DenyIfCve', 'DenyIfEpss', 'AllowIfRemediatesCve', 'AllowIfOlderThan', 'DenyIfTrustDowngrade', 'DenyIfInstallScriptAdded',
+] as const
 export type RuleKind = (typeof RULE_KINDS)[number]
 
+/**
+ * Publishing trust of a version (the reading of pnpm's `trustPolicy:
+ * no-downgrade`): 2 a trusted publisher (`_npmUser.trustedPublisher` is
+ * set), 1 a provenance attestation (`dist.attestations.provenance` is set),
+ * 0 neither.
+ */
+export type TrustLevel = 0 | 1 | 2
+
+/** The strongest trust of the versions published before a version, and the first version published with it. */
+export interface EarlierTrust {
+  readonly level: TrustLevel
+  readonly version: string
+}
+
+/**
+ * What a version's own manifest and its package's history say, read from the
+ * public document only when a configured rule needs it (FactNeeds); absent
+ * otherwise. The artifact route carries them in the selected-version record
+ * (engine/packument/merge.ts SelectedVersion), since it gates without the
+ * document.
+ */
+export interface HistoryFacts {
+  /** DenyIfTrustDowngrade: this version's trust. */
+  readonly trust?: TrustLevel
+  /** DenyIfTrustDowngrade: the strongest trust published earlier (undefined: none earlier had any). */
+  readonly earlierTrust?: EarlierTrust
+  /** DenyIfInstallScriptAdded: the manifest has preinstall, install or postinstall, or `hasInstallScript: true`. */
+  readonly installScript?: boolean
+  /**
+   * DenyIfInstallScriptAdded, only for a version with an install script: the
+   * previous version (the greatest lower semver version published before it)
+   * when that one had no install script; undefined when it had one or there
+   * is no previous version.
+   */
+  readonly scriptAddedAfter?: string
+}
+
+/** Which history facts the configured rules read: the packument path records only those. */
+export interface FactNeeds {
+  readonly trust: boolean
+  readonly installScripts: boolean
+}
+
+export const NO_FACT_NEEDS: FactNeeds = Object.freeze({ trust: false, installScripts: false })
+
 /** The facts about one candidate version that rules read. */
-export interface VersionFacts {
+export interface VersionFacts extends HistoryFacts {
   readonly ecosystem: Ecosystem
   readonly name: string
   readonly version: string
@@ -74,4 +121,6 @@ export interface Decision {
 
 export interface Evaluator {
   evaluate(facts: VersionFacts, phase: Phase): Decision
+  /** The history facts the rules of this evaluator read (any phase). */
+  readonly needs: FactNeeds
 }

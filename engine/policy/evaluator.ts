@@ -23,16 +23,19 @@
 import type { AdvisoryDatabase, AdvisoryMatch, Ecosystem } from '../advisory/artifact/database.js'
 import type { Clock } from '../clock.js'
 import { ServiceError } from '../errors.js'
-import { RULE_KINDS, type AdvisoryObservation, type Decision, type Evaluator, type Phase, type RuleKind, type SkippedCheck, type VersionFacts } from './decision.js'
+import { NO_FACT_NEEDS, RULE_KINDS, type AdvisoryObservation, type Decision, type Evaluator, type FactNeeds, type Phase, type RuleKind, type SkippedCheck, type VersionFacts } from './decision.js'
 import { advisoryAccess } from './advisory-access.js'
 import { allowIfOlderThan } from './allow-if-older-than.js'
 import { allowIfRemediatesCve } from './allow-if-remediates-cve.js'
 import { denyIdentity } from './deny-identity.js'
 import { denyIfCve } from './deny-if-cve.js'
 import { denyIfEpss } from './deny-if-epss.js'
+import { denyIfInstallScriptAdded } from './deny-if-install-script-added.js'
+import { denyIfTrustDowngrade } from './deny-if-trust-downgrade.js'
 import { identityMatcher } from './identity-matcher.js'
+import { packageSelector, selectorProblem } from './package-selector.js'
 import { RecentMemo } from './recent-memo.js'
-import type { AdvisoryAccess, Rule, RuleOutcome, RuleScope } from './rule.js'
+import { ABSTAIN, type AdvisoryAccess, type Rule, type RuleOutcome, type RuleScope } from './rule.js'
 import type { RuleConfig } from './rule-schema.js'
 
 export interface EvaluationContext {
@@ -53,25 +56,68 @@ export interface EvaluationContext {
 
 const BOTH_PHASES: ReadonlySet<Phase> = new Set<Phase>(['admission', 'revocation'])
 
-function compileRule(config: RuleConfig, ecosystem: Ecosystem): Rule {
-  const phases = config.appliesTo === undefined ? BOTH_PHASES : new Set<Phase>(config.appliesTo)
+function compileKind(config: RuleConfig, ecosystem: Ecosystem, phases: ReadonlySet<Phase>): Rule {
   switch (config.rule) {
     case 'DenyIdentity': return denyIdentity(config, ecosystem, phases)
     case 'DenyIfCve': return denyIfCve(config, phases)
     case 'DenyIfEpss': return denyIfEpss(config, phases)
     case 'AllowIfRemediatesCve': return allowIfRemediatesCve(config, phases)
     case 'AllowIfOlderThan': return allowIfOlderThan(config, phases)
+    case 'DenyIfTrustDowngrade': return denyIfTrustDowngrade(config, phases)
+    case 'DenyIfInstallScriptAdded': return denyIfInstallScriptAdded(config, phases)
   }
 }
 
 /**
+ * A rule limited by `packages` abstains for any other package, before it
+ * reads anything (an advisory deny then neither consults the database nor
+ * counts as having consulted it).
+ */
+function compileRule(config: RuleConfig, ecosystem: Ecosystem): Rule {
+  const phases = config.appliesTo === undefined ? BOTH_PHASES : new Set<Phase>(config.appliesTo)
+  const rule = compileKind(config, ecosystem, phases)
+  const selector = packageSelector(ecosystem, config.packages)
+  if (selector === undefined) return rule
+  return {
+    kind: rule.kind,
+    phases: rule.phases,
+    onUnavailable: rule.onUnavailable,
+    evaluate: (facts, scope) => (selector.matches(facts.name) ? rule.evaluate(facts, scope) : ABSTAIN),
+  }
+}
+
+/**
+ * The history rules read npm packument facts (`_npmUser`, `dist.attestations`,
+ * `scripts`) that a `py` project page does not carry: on a `py` mount they
+ * would never decide, so they are refused rather than silently inert.
+ */
+export function npmOnlyProblem(ecosystem: Ecosystem, kind: unknown): string | undefined {
+  if (ecosystem !== 'py' || (kind !== 'DenyIfTrustDowngrade' && kind !== 'DenyIfInstallScriptAdded')) return undefined
+  return `${String(kind)} reads npm packument facts (publisher, attestations, install scripts) that a py index does not carry; it applies to the js mount only`
+}
+
+/** The history facts a rule list reads (decision.ts FactNeeds), whatever the phase. */
+export function factNeeds(rules: readonly RuleConfig[]): FactNeeds {
+  const trust = rules.some((rule) => rule.rule === 'DenyIfTrustDowngrade')
+  const installScripts = rules.some((rule) => rule.rule === 'DenyIfInstallScriptAdded')
+  return trust || installScripts ? Object.freeze({ trust, installScripts }) : NO_FACT_NEEDS
+}
+
+/**
  * Problems the schema cannot see (a `versions` that is no range of the
- * ecosystem), one sentence each, so the config module can report every
+ * ecosystem, a `packages` pattern outside the ecosystem's grammar, a history
+ * rule on a `py` mount), one sentence each, so the config module can report every
  * problem at once (STYLE.md rule 5). Empty when the list is valid.
  */
 export function ruleProblems(ecosystem: Ecosystem, rules: readonly RuleConfig[]): string[] {
   const problems: string[] = []
   rules.forEach((rule, index) => {
+    for (const pattern of rule.packages ?? []) {
+      const problem = selectorProblem(ecosystem, pattern)
+      if (problem !== undefined) problems.push(`mounts.${ecosystem}.rules[${index}] (${rule.rule}) packages: ${problem}`)
+    }
+    const npmOnly = npmOnlyProblem(ecosystem, rule.rule)
+    if (npmOnly !== undefined) problems.push(`mounts.${ecosystem}.rules[${index}] (${rule.rule}): ${npmOnly}`)
     if (rule.rule !== 'DenyIdentity') return
     const matcher = identityMatcher(ecosystem, rule.package, rule.versions)
     if (typeof matcher === 'string') problems.push(`mounts.${ecosystem}.rules[${index}] (DenyIdentity ${rule.package}): ${matcher}`)
@@ -333,6 +379,7 @@ export function createEvaluator(rules: readonly RuleConfig[], context: Evaluatio
   const none = new PhasePlan([], 'admission')
 
   return {
+    needs: factNeeds(rules),
     evaluate(facts: VersionFacts, phase: Phase): Decision {
       if (facts.ecosystem !== context.ecosystem) {
         throw new ServiceError('INTERNAL', { message: `a ${facts.ecosystem} version was handed to the ${context.ecosystem} evaluator` })

@@ -52,6 +52,10 @@ export function explainRefusal(decision: Decision, facts: VersionFacts, rules: r
       return { ...base, message: `${subject} has known advisories: ${listed(decision.evidence)}; denied by ${ruleName(decision)}. Pick a version without them` }
     case 'epss':
       return { ...base, message: `${subject} has advisories above the exploit-probability threshold: ${listed(decision.evidence)}; denied by ${ruleName(decision)}` }
+    case 'trust_downgrade':
+      return { ...base, message: `${subject} is published with less trust than an earlier version of ${facts.name} (${decision.evidence.join('; ')}): a possible account takeover; denied by ${ruleName(decision)}. Pin an earlier version` }
+    case 'install_script_added':
+      return scriptQuarantined(decision, facts, rules, now, subject, base)
     default:
       return quarantined(decision, facts, rules, now, subject, base)
   }
@@ -81,5 +85,21 @@ function quarantined(decision: Decision, facts: VersionFacts, rules: readonly Ru
     ...base,
     admittedFrom: from.toISOString(),
     message: `${subject} is in quarantine: published ${publishedIso}, and AllowIfOlderThan (rule ${first.index + 1}) admits versions ${days(first.rule.seconds)} old, so from ${from.toISOString()}. Pin an older version until then`,
+  }
+}
+
+/** DenyIfInstallScriptAdded: say which version had no install script, and when this rule stops withholding. */
+function scriptQuarantined(decision: Decision, facts: VersionFacts, rules: readonly RuleConfig[], now: number, subject: string, base: Omit<Explanation, 'message'>): Explanation {
+  const rule = decision.ruleIndex === undefined ? undefined : rules[decision.ruleIndex]
+  const published = facts.publishedMs ?? facts.publishedAt?.getTime()
+  const cause = `${subject} adds an install script (preinstall, install or postinstall) that ${facts.scriptAddedAfter ?? 'its previous version'} did not have`
+  if (rule?.rule !== 'DenyIfInstallScriptAdded' || published === undefined || !Number.isFinite(published)) {
+    return { ...base, message: `${cause}; withheld by ${ruleName(decision)}${published === undefined ? ', and the public registry gives no publish time for it, so its quarantine never ends' : ''}` }
+  }
+  const from = new Date(published + rule.seconds * 1000)
+  return {
+    ...base,
+    ...(from.getTime() > now ? { admittedFrom: from.toISOString() } : {}),
+    message: `${cause}: published ${new Date(published).toISOString()}, and ${ruleName(decision)} withholds such versions until they are ${days(rule.seconds)} old, so until ${from.toISOString()} (then the rules after it decide). Pin an older version until then`,
   }
 }

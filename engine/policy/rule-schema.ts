@@ -11,7 +11,8 @@
  * of every branch of the union.
  *
  * What a schema cannot check (that `versions` parses as a range of the
- * mount's ecosystem) is checked by `ruleProblems` in rule-problems.ts.
+ * mount's ecosystem, that each `packages` pattern is one) is checked by
+ * `ruleProblems` in evaluator.ts and by the config loader.
  */
 import Type, { type Static } from 'typebox'
 
@@ -36,18 +37,28 @@ export const ON_UNAVAILABLE_SCHEMA = Type.Union([Type.Literal('skip'), Type.Lite
 
 const closed = { additionalProperties: false } as const
 
+/**
+ * `packages` (package-selector.ts): exact names, `@scope/*` scopes and globs;
+ * the rule abstains for any other package. Unset: every package. An empty
+ * list would switch the rule off silently, so it is refused; the grammar of
+ * each pattern is checked per ecosystem by `selectorProblem`.
+ */
+export const PACKAGES_SCHEMA = Type.Array(Type.String({ minLength: 1, maxLength: 214 }), { minItems: 1, uniqueItems: true })
+
 export const DENY_IDENTITY_SCHEMA = Type.Object({
   rule: Type.Literal('DenyIdentity'),
   package: Type.String({ minLength: 1 }),
   /** `js`: an exact version or a semver range. `py`: an exact version or a PEP 440 specifier set. */
   versions: Type.String({ minLength: 1 }),
   appliesTo: Type.Optional(APPLIES_TO_SCHEMA),
+  packages: Type.Optional(PACKAGES_SCHEMA),
 }, closed)
 
 export const DENY_IF_CVE_SCHEMA = Type.Object({
   rule: Type.Literal('DenyIfCve'),
   onUnavailable: Type.Optional(ON_UNAVAILABLE_SCHEMA),
   appliesTo: Type.Optional(APPLIES_TO_SCHEMA),
+  packages: Type.Optional(PACKAGES_SCHEMA),
 }, closed)
 
 export const DENY_IF_EPSS_SCHEMA = Type.Object({
@@ -56,11 +67,13 @@ export const DENY_IF_EPSS_SCHEMA = Type.Object({
   threshold: Type.Number({ minimum: 0, maximum: 1 }),
   onUnavailable: Type.Optional(ON_UNAVAILABLE_SCHEMA),
   appliesTo: Type.Optional(APPLIES_TO_SCHEMA),
+  packages: Type.Optional(PACKAGES_SCHEMA),
 }, closed)
 
 export const ALLOW_IF_REMEDIATES_CVE_SCHEMA = Type.Object({
   rule: Type.Literal('AllowIfRemediatesCve'),
   appliesTo: Type.Optional(APPLIES_TO_SCHEMA),
+  packages: Type.Optional(PACKAGES_SCHEMA),
 }, closed)
 
 export const ALLOW_IF_OLDER_THAN_SCHEMA = Type.Object({
@@ -68,6 +81,31 @@ export const ALLOW_IF_OLDER_THAN_SCHEMA = Type.Object({
   /** Quarantine length in seconds, measured from the upstream's publish time. */
   seconds: Type.Integer({ minimum: 0 }),
   appliesTo: Type.Optional(APPLIES_TO_SCHEMA),
+  packages: Type.Optional(PACKAGES_SCHEMA),
+}, closed)
+
+/**
+ * `DenyIfTrustDowngrade`: denies a version whose publishing trust is lower
+ * than the strongest trust of a version of the package published before it
+ * (engine/policy/deny-if-trust-downgrade.ts). No option besides the shared ones.
+ */
+export const DENY_IF_TRUST_DOWNGRADE_SCHEMA = Type.Object({
+  rule: Type.Literal('DenyIfTrustDowngrade'),
+  appliesTo: Type.Optional(APPLIES_TO_SCHEMA),
+  packages: Type.Optional(PACKAGES_SCHEMA),
+}, closed)
+
+/**
+ * `DenyIfInstallScriptAdded`: withholds a version that adds an install script
+ * its previous version did not have until it is `seconds` old
+ * (engine/policy/deny-if-install-script-added.ts).
+ */
+export const DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA = Type.Object({
+  rule: Type.Literal('DenyIfInstallScriptAdded'),
+  /** Quarantine length in seconds, from the upstream's publish time; past it the rule abstains. */
+  seconds: Type.Integer({ minimum: 0 }),
+  appliesTo: Type.Optional(APPLIES_TO_SCHEMA),
+  packages: Type.Optional(PACKAGES_SCHEMA),
 }, closed)
 
 export const RULE_SCHEMAS = {
@@ -76,6 +114,8 @@ export const RULE_SCHEMAS = {
   DenyIfEpss: DENY_IF_EPSS_SCHEMA,
   AllowIfRemediatesCve: ALLOW_IF_REMEDIATES_CVE_SCHEMA,
   AllowIfOlderThan: ALLOW_IF_OLDER_THAN_SCHEMA,
+  DenyIfTrustDowngrade: DENY_IF_TRUST_DOWNGRADE_SCHEMA,
+  DenyIfInstallScriptAdded: DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA,
 } as const satisfies Record<RuleKind, unknown>
 
 /** One rule list entry: a union discriminated on `rule`. */
@@ -85,6 +125,8 @@ export const RULE_SCHEMA = Type.Union([
   DENY_IF_EPSS_SCHEMA,
   ALLOW_IF_REMEDIATES_CVE_SCHEMA,
   ALLOW_IF_OLDER_THAN_SCHEMA,
+  DENY_IF_TRUST_DOWNGRADE_SCHEMA,
+  DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA,
 ])
 
 /** A mount's `rules:` list. Empty is allowed: every public version is then denied by default. */
@@ -95,4 +137,6 @@ export type DenyIfCveConfig = Static<typeof DENY_IF_CVE_SCHEMA>
 export type DenyIfEpssConfig = Static<typeof DENY_IF_EPSS_SCHEMA>
 export type AllowIfRemediatesCveConfig = Static<typeof ALLOW_IF_REMEDIATES_CVE_SCHEMA>
 export type AllowIfOlderThanConfig = Static<typeof ALLOW_IF_OLDER_THAN_SCHEMA>
+export type DenyIfTrustDowngradeConfig = Static<typeof DENY_IF_TRUST_DOWNGRADE_SCHEMA>
+export type DenyIfInstallScriptAddedConfig = Static<typeof DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA>
 export type RuleConfig = Static<typeof RULE_SCHEMA>

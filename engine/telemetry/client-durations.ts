@@ -1,8 +1,10 @@
 /**
  * `http.client.request.duration` and the client span of every upstream call,
- * from undici's diagnostics channels: the upstream code stays free of
- * telemetry, and with telemetry off nothing subscribes, so undici skips the
- * publication altogether (diagnostics_channel `hasSubscribers`).
+ * from diagnostics channels: undici's (metadata, publish, mirror target) and
+ * the artifact connections' own, which publish the same message shapes
+ * (artifact-client-channel.ts). The upstream code stays free of the SDK, and
+ * with telemetry off nothing subscribes, so neither client publishes at all
+ * (diagnostics_channel `hasSubscribers`).
  *
  * The W3C `traceparent` of the client span goes only to the private leg's
  * origins (issue 15): the public upstream never learns our trace ids.
@@ -13,6 +15,7 @@
 import diagnostics from 'node:diagnostics_channel'
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api'
 import { methodAttribute } from './instruments.js'
+import { ARTIFACT_REQUEST_CREATE, ARTIFACT_REQUEST_END, ARTIFACT_REQUEST_ERROR, ARTIFACT_REQUEST_HEADERS } from './artifact-client-channel.js'
 
 interface UndiciRequest {
   readonly origin?: string | URL
@@ -36,6 +39,8 @@ const CREATE = 'undici:request:create'
 const HEADERS = 'undici:request:headers'
 const TRAILERS = 'undici:request:trailers'
 const ERROR = 'undici:request:error'
+/** [create, headers, end, error] of each client. */
+const CHANNELS = [[CREATE, HEADERS, TRAILERS, ERROR], [ARTIFACT_REQUEST_CREATE, ARTIFACT_REQUEST_HEADERS, ARTIFACT_REQUEST_END, ARTIFACT_REQUEST_ERROR]] as const
 
 export class ClientDurations {
   readonly #options: ClientDurationsOptions
@@ -51,19 +56,23 @@ export class ClientDurations {
   start(): void {
     if (this.#subscribed || (this.#options.record === undefined && this.#options.tracer === undefined)) return
     this.#subscribed = true
-    diagnostics.subscribe(CREATE, this.#onCreate)
-    diagnostics.subscribe(HEADERS, this.#onHeaders)
-    diagnostics.subscribe(TRAILERS, this.#onTrailers)
-    diagnostics.subscribe(ERROR, this.#onError)
+    for (const [create, headers, end, error] of CHANNELS) {
+      diagnostics.subscribe(create, this.#onCreate)
+      diagnostics.subscribe(headers, this.#onHeaders)
+      diagnostics.subscribe(end, this.#onTrailers)
+      diagnostics.subscribe(error, this.#onError)
+    }
   }
 
   stop(): void {
     if (!this.#subscribed) return
     this.#subscribed = false
-    diagnostics.unsubscribe(CREATE, this.#onCreate)
-    diagnostics.unsubscribe(HEADERS, this.#onHeaders)
-    diagnostics.unsubscribe(TRAILERS, this.#onTrailers)
-    diagnostics.unsubscribe(ERROR, this.#onError)
+    for (const [create, headers, end, error] of CHANNELS) {
+      diagnostics.unsubscribe(create, this.#onCreate)
+      diagnostics.unsubscribe(headers, this.#onHeaders)
+      diagnostics.unsubscribe(end, this.#onTrailers)
+      diagnostics.unsubscribe(error, this.#onError)
+    }
   }
 
   readonly #onCreate = (message: unknown): void => {

@@ -74,6 +74,14 @@ const CREDENTIAL = 'service.credential'
 /** SPEC.md 5.5 provider labels, and the refresh results (engine/upstream/credentials/credential-counters.ts). */
 const CREDENTIAL_PROVIDERS = ['registry', 'managedRepo', 'selfHosted'] as const
 const REFRESH_RESULTS = ['success', 'failure'] as const
+const PUBLISH = 'service.publish'
+/** The target's status classes a relay is counted under (engine/publish/publish-counters.ts). */
+const PUBLISH_STATUS_CLASSES = ['2xx', '4xx', '5xx'] as const
+/** The codes the publish route refuses with (server/routes/publish-route.ts); another code gets its series when it first happens. */
+const PUBLISH_REFUSALS = [
+  'BAD_PACKAGE_NAME', 'PUBLISH_OUTSIDE_SCOPES', 'PUBLISH_NAME_MISMATCH', 'PUBLISH_SHADOWS_PUBLIC', 'PUBLISH_PUBLIC_UNAVAILABLE',
+  'PUBLISH_BODY_TOO_LARGE', 'PUBLISH_DOCUMENT_INVALID', 'PUBLISH_METADATA_CHANGE', 'PUBLISH_TARGET_UNAVAILABLE', 'GATE_SHED',
+] as const
 const CACHE = 'service.metadata_cache'
 const CACHE_RESULTS = ['hit', 'miss', 'collapsed'] as const
 const CACHE_STORES = ['full', 'version', 'assembled'] as const
@@ -186,9 +194,61 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
     },
   },
 
+  // Publish relay (SPEC.md 4.3): the role's 'service.publish' part is
+  // `{ relayed: { '2xx': n }, refused: { <error code>: n } }`.
+  {
+    name: PUBLISH, kind: 'counter', unit: '{request}',
+    description: 'publish requests: relayed, by the target status class, or refused, by error code',
+    read: (snapshot, observe) => {
+      const publish = part(snapshot, PUBLISH)
+      if (publish === undefined) return
+      const relayed = part(publish, 'relayed') ?? {}
+      const refused = part(publish, 'refused') ?? {}
+      // The known label values from boot, then any other that happened.
+      for (const reason of new Set([...PUBLISH_STATUS_CLASSES, ...Object.keys(relayed)])) observe(numberAt(relayed, reason) ?? 0, { result: 'relayed', reason })
+      for (const reason of new Set([...PUBLISH_REFUSALS, ...Object.keys(refused)])) observe(numberAt(refused, reason) ?? 0, { result: 'refused', reason })
+    },
+  },
+
   // Upstream metadata reads (SPEC.md 6.2), mirror jobs (SPEC.md 6.1).
   labelled('service.upstream.fetch.errors', '{error}', 'failed upstream metadata reads by cause', 'service.upstream.fetch.errors', 'cause'),
   labelled('service.mirror.jobs.processed', '{job}', 'mirror jobs by result, including discarded', 'service.mirror.jobs.processed', 'result'),
   labelled('service.packument.versions.dropped', '{version}', 'versions dropped from a packument as unreadable or inconsistent, by reason', 'service.packument.versions.dropped', 'reason'),
+  // The mirror queue (issue 12): what the proxy's enqueue buffer did with each job, and what the embedded queue refused or dropped.
+  {
+    name: 'service.mirror.enqueue', kind: 'counter', unit: '{job}',
+    description: 'mirror jobs handed to the enqueue buffer, by outcome (dropped: the buffer was full or the job over the 8 KiB bound)',
+    read: (snapshot, observe) => {
+      const stats = part(snapshot, 'service.mirror.enqueue')
+      if (stats === undefined) return
+      for (const outcome of ['sent', 'deduplicated', 'dropped', 'failed']) observe(numberAt(stats, outcome) ?? 0, { outcome })
+    },
+  },
+  {
+    name: 'service.mirror.queue.dropped', kind: 'counter', unit: '{job}',
+    description: 'mirror jobs the embedded queue refused or dropped, by reason',
+    read: (snapshot, observe) => {
+      const stats = part(snapshot, 'service.mirror.queue')
+      if (stats === undefined) return
+      observe(numberAt(stats, 'refusedTooLarge') ?? 0, { reason: 'too_large' })
+      observe(numberAt(stats, 'droppedFull') ?? 0, { reason: 'full' })
+      observe(numberAt(stats, 'droppedAtReplay') ?? 0, { reason: 'replay' })
+      observe(numberAt(stats, 'deadLettersDropped') ?? 0, { reason: 'dead_letter_full' })
+    },
+  },
+  field('service.mirror.queue.jobs', 'gauge', '{job}', 'mirror jobs pending in the embedded queue', 'service.mirror.queue', 'jobs'),
+  // The Dredger (issue 14): removals by inventory and result, every pair from boot.
+  {
+    name: 'service.dredger.removals', kind: 'counter', unit: '{version}',
+    description: 'Dredger removals by inventory and result (removed, absent, failed, withheld_by_cap)',
+    read: (snapshot, observe) => {
+      const removals = part(snapshot, 'service.dredger.removals')
+      if (removals === undefined) return
+      for (const inventory of ['mirror_target', 'private_cache']) {
+        const counts = part(removals, inventory) ?? {}
+        for (const result of ['removed', 'absent', 'failed', 'withheld_by_cap']) observe(numberAt(counts, result) ?? 0, { inventory, result })
+      }
+    },
+  },
   labelled('service.pypi.files', '{file}', 'py project page files dropped, refused for lack of an upload time, or colliding with a private file of another digest, by outcome', 'service.pypi.files', 'outcome'),
 ])

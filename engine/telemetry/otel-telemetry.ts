@@ -13,8 +13,9 @@
  *   a down collector costs dropped telemetry, never memory; one warn line per
  *   outage (export-outage.ts).
  * - the resource: the resolved identity first, then the operator's
- *   attributes within the caps (resource-attributes.ts), then host and
- *   process detection; one boot warning names every attribute left out.
+ *   attributes within the caps (resource-attributes.ts), then host,
+ *   process, container and cloud detection (no network: cloud-detector.ts);
+ *   one boot warning names every attribute left out.
  */
 import { context, propagation, trace, type Attributes, type Histogram, type Meter, type ObservableCounter, type ObservableGauge } from '@opentelemetry/api'
 import { SeverityNumber, type Logger as OtelLogger } from '@opentelemetry/api-logs'
@@ -34,6 +35,7 @@ import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trac
 import type { Identity } from '../log/identity.js'
 import type { LogData, Logger, LogLevel } from '../log/logger.js'
 import { ClientDurations } from './client-durations.js'
+import { cloudDetector } from './cloud-detector.js'
 import { containerDetector } from './container-detector.js'
 import { OutageReport, reportingOutages } from './export-outage.js'
 import { HTTP_DURATION_BUCKETS, methodAttribute, type ServerRequest, type Telemetry } from './instruments.js'
@@ -75,9 +77,9 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
 
   const capped = capResourceAttributes(identity, env['OTEL_RESOURCE_ATTRIBUTES'])
   if (capped.rejected.length > 0) logger.warn(RESOURCE_CAP_WARNING, { keys: capped.rejected })
-  // Detectors only (host, process, container): the env detector would read OTEL_RESOURCE_ATTRIBUTES again, uncapped.
-  // Cloud detection is left to the collector (its resourcedetection processor): asking a metadata endpoint here would put the network in the boot path.
-  const detected = detectResources({ detectors: [hostDetector, processDetector, containerDetector()] })
+  // Detectors only (host, process, container, cloud): the env detector would read OTEL_RESOURCE_ATTRIBUTES again, uncapped.
+  // Cloud identity comes from the environment alone (cloud-detector.ts): a metadata endpoint would put the network in the boot path.
+  const detected = detectResources({ detectors: [hostDetector, processDetector, containerDetector(), cloudDetector(env)] })
   await detected.waitForAsyncAttributes?.()
   const resource: Resource = detected.merge(resourceFromAttributes({ ...capped.attributes, 'service.role': options.role }))
 

@@ -288,6 +288,16 @@ export class UpstreamClient {
     return this.#fetchAt(new URL(`${this.#base.href}${project}/`), project, options)
   }
 
+  /**
+   * `{base}{path}`: a registry document that is not a packument (npm's
+   * `-/npm/v1/keys`, `-/npm/v1/attestations/{spec}`), read like one, under
+   * the same egress guard, ceiling and status mapping. `path` is relative
+   * to the base and already escaped; `what` names it in logs.
+   */
+  async fetchRegistryPath(path: string, what: string, options: FetchDocumentOptions = {}): Promise<FetchedDocument> {
+    return this.#fetchAt(new URL(`${this.#base.href}${path}`), what, options)
+  }
+
   async #fetchAt(url: URL, packageName: string, options: FetchDocumentOptions): Promise<FetchedDocument> {
     const upstream = authorityOf(url)
     const where = { upstream, package: packageName }

@@ -16,17 +16,23 @@
  * (naming the `<queue>:GetQueueAttributes` permission), is a warning and the
  * worker starts anyway with `SERVICE_QUEUE__MAX_RECEIVE_COUNT`.
  *
- * Only the `js` mount has a public leg in this build, so jobs (which name no
- * mount) are mirrored to `mounts.js.mirror`.
+ * One consumer serves every mount with a mirror target: each job goes to
+ * the worker of the mount it names (engine/mirror/mirror-dispatch.ts; a job
+ * naming none is a `js` job), `js` to `mounts.js.mirror` (an npm registry),
+ * `py` to `mounts.py.mirror` (a legacy upload API), each fetching through
+ * its own mount's public leg client.
  */
 import { systemClock, type Clock } from '../../engine/clock.js'
 import type { Config, MountConfig } from '../../engine/config/config.js'
 import { isServiceError } from '../../engine/errors.js'
 import type { Logger } from '../../engine/log/logger.js'
-import { MirrorConsumer } from '../../engine/mirror/mirror-consumer.js'
+import { MirrorConsumer, type JobRunner } from '../../engine/mirror/mirror-consumer.js'
+import { MirrorDispatch } from '../../engine/mirror/mirror-dispatch.js'
+import { PyMirrorWorker } from '../../engine/mirror/py-mirror-worker.js'
+import { PyUploadTarget } from '../../engine/mirror/py-upload-target.js'
 import { MIRROR_JOBS_PROCESSED_METRIC, MirrorCounters } from '../../engine/mirror/mirror-counters.js'
 import { MirrorTarget } from '../../engine/mirror/mirror-target.js'
-import { MirrorWorker, type PublicArtifactSource } from '../../engine/mirror/mirror-worker.js'
+import { MirrorWorker, type MirrorMemory, type PublicArtifactSource } from '../../engine/mirror/mirror-worker.js'
 import type { Queue } from '../../engine/queue/queue.js'
 import { SQS_ATTRIBUTES_PERMISSION, SqsQueue } from '../../engine/queue/sqs-queue.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
@@ -70,9 +76,8 @@ export interface AttachMirrorOptions {
   readonly logger: Logger
   readonly clock?: Clock
   readonly queue: Queue
-  /** The mount's public leg client: the same egress policy for the worker's fetches. */
-  readonly source: PublicArtifactSource
-  readonly mount: MountConfig
+  /** Each mount with a mirror target, with its public leg client: the same egress policy for the worker's fetches. */
+  readonly mounts: readonly MirrorMountSource[]
   readonly liveness: Liveness
   /** The metadata ingest ceiling (the plan's), for the target's version lookup. */
   readonly maxDocumentBytes: number
@@ -80,23 +85,44 @@ export interface AttachMirrorOptions {
   readonly concurrency: number
   /** The process's credential sources, for a mirror target that names one (`mounts.<m>.mirror.credential`). */
   readonly credentials?: CredentialRegistry
+  /** Embedded in the proxy: its memory gate, to which the js worker's document reads are charged (they share its heap). */
+  readonly memory?: MirrorMemory
   /** Overrides for tests. */
   readonly visibilitySeconds?: number
   readonly waitSeconds?: number
 }
 
+/** A mount whose jobs the worker mirrors, and the public leg client it fetches through. */
+export interface MirrorMountSource {
+  readonly mount: MountConfig
+  readonly source: PublicArtifactSource
+}
+
 export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<MirrorAttachment> {
-  const { config, logger, queue, mount } = options
+  const { config, logger, queue } = options
   const clock = options.clock ?? systemClock
-  const mirror = mount.mirror
-  if (mirror === undefined) throw new Error(`mounts.${mount.key}.mirror is not set`)
-  const budget = await receiveBudget(queue, config.queue.maxReceiveCount, logger, config.queue.url)
-  const credential = mirror.credential === undefined ? undefined : options.credentials?.source(mirror.credential)
-  if (mirror.credential !== undefined && credential === undefined) throw new Error(`mounts.${mount.key}.mirror.credential names a credential this process has not built`)
-  const target = new MirrorTarget({ url: mirror.target, token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes })
+  if (options.mounts.length === 0) throw new Error('the mirror worker needs a mount with a mirror target')
   const maxArtifactBytes = config.limits.maxArtifactBytes === 0 ? AUTOMATIC_MAX_ARTIFACT_BYTES : config.limits.maxArtifactBytes
+  const runners: { js?: JobRunner, py?: JobRunner } = {}
+  const targets: { close(): Promise<void> }[] = []
+  for (const { mount, source } of options.mounts) {
+    const mirror = mount.mirror
+    if (mirror === undefined) throw new Error(`mounts.${mount.key}.mirror is not set`)
+    const credential = mirror.credential === undefined ? undefined : options.credentials?.source(mirror.credential)
+    if (mirror.credential !== undefined && credential === undefined) throw new Error(`mounts.${mount.key}.mirror.credential names a credential this process has not built`)
+    if (mount.key === 'py') {
+      const target = new PyUploadTarget({ url: mirror.target, simpleUrl: mirror.simpleUrl, token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes })
+      targets.push(target)
+      runners.py = new PyMirrorWorker({ source, target, maxArtifactBytes, logger })
+    } else {
+      const target = new MirrorTarget({ url: mirror.target, token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes })
+      targets.push(target)
+      runners.js = new MirrorWorker({ source, target, maxArtifactBytes, logger, ...(options.memory === undefined ? {} : { memory: options.memory }) })
+    }
+  }
+  const budget = await receiveBudget(queue, config.queue.maxReceiveCount, logger, config.queue.url)
   const concurrency = Math.max(1, options.concurrency)
-  const worker = new MirrorWorker({ source: options.source, target, maxArtifactBytes, logger })
+  const worker = new MirrorDispatch(runners, logger)
   const counters = new MirrorCounters()
   // The worker's own heartbeat, not the listener's (SPEC.md 3.2): created now, so the 660 s allowance starts now.
   const heartbeat = new Heartbeat(clock)
@@ -108,7 +134,9 @@ export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<
     onProgress: () => heartbeat.beat(),
   })
   consumer.start()
-  logger.info(MIRROR_WORKER_STARTED, { mount: mount.key, target: new URL(mirror.target).host, concurrency, maxArtifactBytes, receiveBudget: budget })
+  for (const { mount } of options.mounts) {
+    logger.info(MIRROR_WORKER_STARTED, { mount: mount.key, target: new URL(mount.mirror?.target ?? '').host, concurrency, maxArtifactBytes, receiveBudget: budget })
+  }
   let stopping: Promise<void> | undefined
   return {
     counters,
@@ -116,7 +144,7 @@ export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<
     budget,
     stop: (graceMs) => stopping ??= (async () => {
       await consumer.stop(graceMs)
-      await target.close()
+      await Promise.allSettled(targets.map((t) => t.close()))
     })(),
     metrics: () => ({ [MIRROR_JOBS_PROCESSED_METRIC]: counters.snapshot() }),
   }
@@ -152,7 +180,7 @@ export function publicClientFor(config: Config, mount: MountConfig, maxResponseB
     ...(upstream.caFile === undefined ? {} : { caFile: upstream.caFile }),
     allowHosts: upstream.allowHosts,
     allowInternalRanges: upstream.allowInternalRanges,
-    respectUpstreamTarballHost: config.respectUpstreamTarballHost,
+    respectUpstreamTarballHost: upstream.respectTarballHost,
     maxResponseBytes,
     proxyId: hopMarker(config.server.baseUrl),
     logger,
@@ -160,23 +188,22 @@ export function publicClientFor(config: Config, mount: MountConfig, maxResponseB
   })
 }
 
-/** The mount whose mirror target the worker publishes to. */
-export function mirrorMount(config: Config): MountConfig | undefined {
-  const js = config.mounts.js
-  return js?.mirror === undefined ? undefined : js
+/** The mounts with a mirror target, whose jobs the worker mirrors. */
+export function mirrorMounts(config: Config): MountConfig[] {
+  return [config.mounts.js, config.mounts.py].filter((m): m is MountConfig => m?.mirror !== undefined)
 }
 
 /** `service mirror`: the dedicated worker on SQS, with the probes. */
 export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
   const { config, logger, clock } = ctx
-  const mount = mirrorMount(config)
-  if (mount === undefined) throw new Error('service mirror needs mounts.js.mirror (the mirror target)')
+  const mounts = mirrorMounts(config)
+  if (mounts.length === 0) throw new Error('service mirror needs mounts.js.mirror or mounts.py.mirror (the mirror target)')
   if (config.queue.kind !== 'sqs' || config.queue.url === undefined) {
     throw new Error('service mirror runs on queue.kind: sqs; the embedded queue\'s folder is owned by the proxy, which runs the worker itself')
   }
   const plan = await planFor(config)
   const fetchCounters = new UpstreamFetchCounters()
-  const source = publicClientFor(config, mount, plan.maxResponseBytes.value, logger, fetchCounters)
+  const sources = mounts.map((mount) => ({ mount, source: publicClientFor(config, mount, plan.maxResponseBytes.value, logger, fetchCounters) }))
   const queue = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock })
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()
@@ -184,14 +211,18 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
   mountProbes(door, liveness, readiness)
   mountFallback(door)
   let attachment: MirrorAttachment
+  // Exported as `service.credential` (SPEC.md 6.3) when a mirror target names a credential, as the proxy role does.
+  let credentialCounters: (() => unknown) | undefined
   try {
     // Upstream credential providers (SPEC.md 5.5): the mirror target's, minted once at boot.
     const credentials = new CredentialRegistry(config.credentials, clock)
-    if (mount.mirror?.credential !== undefined) await credentials.prime([mount.mirror.credential])
-    attachment = await attachMirrorWorker({ config, logger, clock, queue, source, mount, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials })
+    const names = [...new Set(mounts.map((m) => m.mirror?.credential).filter((n): n is string => n !== undefined))]
+    if (names.length > 0) await credentials.prime(names)
+    if (names.length > 0) credentialCounters = () => credentials.counters.snapshot()
+    attachment = await attachMirrorWorker({ config, logger, clock, queue, mounts: sources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials })
   } catch (error) {
     await queue.close()
-    await source.close()
+    await Promise.allSettled(sources.map((s) => s.source.close()))
     throw error
   }
   const port = await door.listen()
@@ -204,9 +235,9 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
     quiesce: () => { void attachment.stop(config.server.shutdownDrainTimeout * 1000) },
     release: async () => {
       await attachment.stop(config.server.shutdownDrainTimeout * 1000)
-      await source.close()
+      await Promise.allSettled(sources.map((s) => s.source.close()))
       await queue.close()
     },
-    metrics: () => ({ ...attachment.metrics(), 'service.upstream.fetch.errors': fetchCounters.snapshot() }),
+    metrics: () => ({ ...attachment.metrics(), 'service.upstream.fetch.errors': fetchCounters.snapshot(), ...(credentialCounters === undefined ? {} : { 'service.credential': credentialCounters() }) }),
   }
 }

@@ -35,7 +35,7 @@ export function mountClients(mount: MountConfig, c: ClientContext): { privateCli
     ...(mount.upstreams.public.caFile === undefined ? {} : { caFile: mount.upstreams.public.caFile }),
     allowHosts: mount.upstreams.public.allowHosts,
     allowInternalRanges: mount.upstreams.public.allowInternalRanges,
-    respectUpstreamTarballHost: c.config.respectUpstreamTarballHost,
+    respectUpstreamTarballHost: mount.upstreams.public.respectTarballHost,
     maxResponseBytes: c.maxResponseBytes,
     proxyId: c.marker,
     logger: c.logger,

@@ -29,14 +29,17 @@ import type { Decision, Evaluator, VersionFacts } from '../../engine/policy/deci
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 import type { Queue } from '../../engine/queue/queue.js'
 import { SqsQueue } from '../../engine/queue/sqs-queue.js'
-import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
 import { EnqueueBuffer } from '../../engine/mirror/enqueue-buffer.js'
 import { DroppedVersionRecord } from '../../engine/packument/dropped-versions.js'
+import { inChildSpan } from '../../engine/telemetry/work-span.js'
 import { runCompressTask } from '../../workers/compress-client.js'
 import { runPackumentTask } from '../../workers/packument-client.js'
 import { heapReportWorkerData } from '../../workers/heap-report.js'
 import { createArtifactHandler, type SelectedArtifact as RouteSelection } from '../routes/artifact-route.js'
 import { createWhyHandler } from '../routes/why-route.js'
+import { createBulkAuditHandler } from '../routes/audit-route.js'
+import { createSignatureHandlers } from '../routes/signature-routes.js'
+import { scopeStanding } from '../../engine/publish/publish-scope.js'
 import { ArtifactCounters } from '../routes/artifact-counters.js'
 import type { PolicyGateOptions } from '../../workers/policy-gate.js'
 import { FrontDoor } from '../http/front-door.js'
@@ -55,7 +58,7 @@ import type { RoleContext, RunningRole } from './role-context.js'
 import { attachAdvisoryConsumers, readsAdvisories, type AdvisoryConsumers } from './advisory-wiring.js'
 import { openObjectStore } from './object-store.js'
 import { planFor } from './runtime-plan.js'
-import { attachMirrorWorker, type MirrorAttachment } from './mirror.js'
+import { attachMirrorWorker, type MirrorAttachment, type MirrorMountSource } from './mirror.js'
 import { attachPyMount } from './py-wiring.js'
 import { mountClients } from './mount-clients.js'
 import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
@@ -103,7 +106,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const jsMount = config.mounts.js
   // Upstream credential providers (SPEC.md 5.5): one source per name, shared, primed once at boot.
   const credentials = new CredentialRegistry(config.credentials, clock)
-  const credentialNames = [...new Set([jsMount?.upstreams.private?.credential, jsMount?.publish?.credential, jsMount?.mirror?.credential, config.mounts.py?.upstreams.private?.credential].filter((n): n is string => n !== undefined))]
+  const credentialNames = [...new Set([jsMount?.upstreams.private?.credential, jsMount?.publish?.credential, jsMount?.mirror?.credential, config.mounts.py?.upstreams.private?.credential, config.mounts.py?.mirror?.credential].filter((n): n is string => n !== undefined))]
   if (credentialNames.length > 0) {
     await credentials.prime(credentialNames)
     snapshots['service.credential'] = () => credentials.counters.snapshot()
@@ -111,11 +114,16 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const opened = await openMirrorQueue(ctx)
   const queue = opened?.queue
   const embedded = queue instanceof EmbeddedQueue ? queue : undefined
-  if (embedded !== undefined) readiness.addCondition('queue', () => (embedded.health().writable ? undefined : 'journal_unwritable'))
+  if (embedded !== undefined) {
+    readiness.addCondition('queue', () => (embedded.health().writable ? undefined : 'journal_unwritable'))
+    snapshots['service.mirror.queue'] = () => embedded.stats()
+  }
   // Serve-then-enqueue through a small bounded buffer: a slow queue never holds a response or the heap (issue 12).
   const enqueueBuffer = queue === undefined ? undefined : new EnqueueBuffer({ queue, logger, capacity: plan.enqueueBuffer.jobs.value })
   if (enqueueBuffer !== undefined) snapshots['service.mirror.enqueue'] = () => enqueueBuffer.stats()
   let mirrorWorker: MirrorAttachment | undefined
+  // Embedded queue: this process owns its folder, so it runs the worker too, for every mount with a mirror target (SQS: `service mirror` does).
+  const mirrorSources: MirrorMountSource[] = []
   const slots = new Map<MountKey, AdvisorySlot>()
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]
@@ -175,7 +183,8 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     snapshots['service.artifact'] = () => artifactCounters.snapshot()
     // A public artifact decision takes the gate's entry step (SPEC.md 8.1); a private hit never gets here.
     const selectVersion = async (packageName: string, filename: string, signal: AbortSignal): Promise<RouteSelection | undefined> => {
-      const admission = await gate.enter(signal)
+      // The wait at the gate is a span of its own inside the request's, as on the packument route.
+      const admission = await inChildSpan('gate enter', {}, () => gate.enter(signal))
       try {
         const selected = await service.selectVersion(packageName, filename, admission, signal)
         return selected === undefined ? undefined : { ...selected, publishedAt: selected.publishedAt === undefined ? undefined : new Date(selected.publishedAt) }
@@ -185,6 +194,17 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     }
     const evaluate = (facts: VersionFacts): Decision => policy.evaluator.evaluate(facts, 'admission')
     const why = createWhyHandler({ selectVersion, evaluate, rules: jsMount.rules, clock })
+    // npm audit from the serving database alone (issue 17 item 3); names in the publish scopes are first-party and answer nothing.
+    const publishScopes = jsMount.publish?.scopes ?? []
+    const auditBulk = createBulkAuditHandler({
+      database: () => policy.slot.database(),
+      maxAgeSeconds: maxAgeFor(jsMount.rules, config.advisories.maxAgeSeconds).seconds,
+      isPrivate: (name) => scopeStanding(name, publishScopes) !== 'outside',
+      gate,
+      clock,
+      logger,
+    })
+    const signatures = createSignatureHandlers({ publicClient, gate, selectVersion, evaluate, observe: policy.observeDecision, rules: jsMount.rules, clock })
     const artifact = createArtifactHandler({
       ecosystem: 'js',
       privateClient,
@@ -194,18 +214,14 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       observe: policy.observeDecision,
       rules: jsMount.rules,
       integrityFloor: jsMount.integrityFloor,
-      enqueue: enqueueBuffer === undefined || jsMount.mirror === undefined ? noMirror : enqueueBuffer.enqueue,
+      enqueue: enqueueBuffer === undefined || jsMount.mirror === undefined ? undefined : enqueueBuffer.enqueue,
       logger,
       counters: artifactCounters,
       clock,
       // The edge token is this proxy's own: never forwarded to the private upstream (server/http/edge-auth.ts).
       forwardClientCredential: config.server.edgeTokens.length === 0,
     })
-    // Embedded queue: this process owns its folder, so it runs the worker too (SQS: `service mirror` does).
-    if (embedded !== undefined && jsMount.mirror !== undefined && publicClient !== undefined) {
-      mirrorWorker = await attachMirrorWorker({ config, logger, clock, queue: embedded, source: publicClient, mount: jsMount, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials })
-      snapshots['service.mirror.jobs.processed'] = () => mirrorWorker?.counters.snapshot()
-    }
+    if (jsMount.mirror !== undefined && publicClient !== undefined) mirrorSources.push({ mount: jsMount, source: publicClient })
     // The publish relay (SPEC.md 4.3); without a target the mount answers 405.
     const publish = jsMount.publish
     const publishTarget = publish === undefined ? undefined : new PublishTarget({
@@ -225,6 +241,9 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
         packument: createPackumentHandler({ service, gate, logger }),
         artifact,
         why,
+        auditBulk,
+        signingKeys: signatures.signingKeys,
+        attestations: signatures.attestations,
         ...(publish === undefined || publishTarget === undefined ? {} : {
           publish: createPublishHandler({
             publish,
@@ -256,12 +275,18 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       cacheBytes: plan.cacheBudgetBytes.value,
       cacheEntries: CACHE_MAX_ENTRIES,
       refusedBodyBytes: DEFAULT_PUBLISH_MAX_BODY_BYTES,
+      enqueue: enqueueBuffer === undefined || pyMount.mirror === undefined ? undefined : enqueueBuffer.enqueue,
     })
+    if (pyMount.mirror !== undefined && py.publicClient !== undefined) mirrorSources.push({ mount: pyMount, source: py.publicClient })
     caches.push(py.cache)
     clients.push(...py.clients)
     Object.assign(snapshots, py.snapshots)
   }
   mountFallback(door)
+  if (embedded !== undefined && mirrorSources.length > 0) {
+    mirrorWorker = await attachMirrorWorker({ config, logger, clock, queue: embedded, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate })
+    snapshots['service.mirror.jobs.processed'] = () => mirrorWorker?.counters.snapshot()
+  }
 
   // Each mount whose rules read the advisory database polls the store for Pilot's artifact (SPEC.md 3.1, 3.4).
   const readers = MOUNT_KEYS.some((k) => config.mounts[k] !== undefined && readsAdvisories(config.mounts[k]?.rules ?? []))
@@ -284,8 +309,11 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     release: async () => {
       sampler.stop()
       await advisories?.stop()
-      await mirrorWorker?.stop(config.server.shutdownDrainTimeout * 1000)
-      await enqueueBuffer?.close(config.server.shutdownDrainTimeout * 1000)
+      // One drain bound for both, not one after the other (the worker has been stopping since the drain began).
+      await Promise.all([
+        mirrorWorker?.stop(config.server.shutdownDrainTimeout * 1000),
+        enqueueBuffer?.close(config.server.shutdownDrainTimeout * 1000),
+      ])
       await Promise.allSettled(clients.map((c) => c.close()))
       await pool.destroy()
       await opened?.close()
@@ -307,7 +335,7 @@ interface MountPolicy {
 }
 
 /** No mirror target: a clean public relay enqueues nothing. */
-const noMirror = async (_job: MirrorJob): Promise<void> => {}
+
 
 /**
  * The durable mirror queue, opened only when some mount has a mirror target:

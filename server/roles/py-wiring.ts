@@ -10,6 +10,7 @@ import type { CacheBudget } from '../../engine/cache/cache-budget.js'
 import type { Clock } from '../../engine/clock.js'
 import type { Config, MountConfig } from '../../engine/config/config.js'
 import type { Logger } from '../../engine/log/logger.js'
+import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
 import type { AdmissionGate } from '../../engine/memory/gate.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { metadataUrl, type FileRequestKind } from '../../engine/pypi/file-url.js'
@@ -58,10 +59,19 @@ export interface AttachPyOptions {
   readonly refusedBodyBytes: number
   readonly logger: Logger
   readonly clock: Clock
+  /**
+   * Where an admitted public file's mirror job goes after a clean relay
+   * (serve-then-enqueue, the proxy's enqueue buffer); undefined when
+   * `mounts.py.mirror` is unset. Only distribution files are mirrored, never
+   * their `.metadata` or provenance.
+   */
+  readonly enqueue?: ((job: MirrorJob) => Promise<void>) | undefined
 }
 
 export interface PyAttachment {
   readonly clients: readonly UpstreamClient[]
+  /** The public leg's client, whose egress policy the mirror worker's fetches share. */
+  readonly publicClient: UpstreamClient | undefined
   readonly cache: MetadataCache<PageFile>
   readonly snapshots: Readonly<Record<string, () => unknown>>
 }
@@ -75,6 +85,27 @@ export function integrityOf(hashes: Hashes): { integrity: string | undefined, sh
     }
   }
   return { integrity: undefined, shasum: hashes['sha1'] }
+}
+
+/**
+ * The py fields of a file's mirror job: every SHA-2 digest the page gave as
+ * one SRI string (the worker verifies and uploads the sha256), the sha1 and
+ * md5 when given, and whether the page offers the PEP 658 `.metadata`.
+ */
+export function pyMirrorFields(file: PageFile): NonNullable<SelectedArtifact['mirrorFields']> {
+  const tokens: string[] = []
+  for (const algorithm of ['sha256', 'sha384', 'sha512'] as const) {
+    const hex = file.hashes[algorithm]
+    if (hex !== undefined && /^[0-9a-f]+$/.test(hex) && hex.length % 2 === 0) tokens.push(`${algorithm}-${Buffer.from(hex, 'hex').toString('base64')}`)
+  }
+  const md5 = file.hashes['md5']
+  return {
+    mount: 'py',
+    integrity: tokens.length === 0 ? undefined : tokens.join(' '),
+    shasum: file.hashes['sha1'],
+    md5: md5 !== undefined && /^[0-9a-f]{32}$/.test(md5) ? md5 : undefined,
+    coreMetadata: file.coreMetadata,
+  }
 }
 
 /** The upstream URL a file URL of `kind` names for `file`; undefined when the page offers no such thing. */
@@ -146,7 +177,10 @@ export function attachPyMount(o: AttachPyOptions): PyAttachment {
         const file = await select(project, filename, signal)
         const url = file?.origin === 'public' ? upstreamOf(file, kind) : undefined
         if (file === undefined || url === undefined) return undefined
-        return { version: file.version, filename: file.filename, tarball: url, ...integrityOf(file.hashes), publishedAt: file.uploadMs === undefined ? undefined : new Date(file.uploadMs) }
+        return {
+          version: file.version, filename: file.filename, tarball: url, ...integrityOf(file.hashes), publishedAt: file.uploadMs === undefined ? undefined : new Date(file.uploadMs),
+          ...(kind === 'file' ? { mirrorFields: pyMirrorFields(file) } : {}),
+        }
       },
       validate: (project, filename) => [project, filename],
       // Metadata is text and provenance JSON by nature; only a distribution is judged by its media type.
@@ -155,8 +189,8 @@ export function attachPyMount(o: AttachPyOptions): PyAttachment {
       observe: o.policy.observeDecision,
       rules: mount.rules,
       integrityFloor: mount.integrityFloor,
-      // Mirroring `py` files is not built (the configuration refuses `mounts.py.mirror`).
-      enqueue: async () => {},
+      // Serve-then-enqueue for distribution files only; their `.metadata` and provenance are fetched by the worker itself.
+      enqueue: kind === 'file' ? o.enqueue : undefined,
       logger,
       counters: artifactCounters,
       clock: o.clock,
@@ -175,6 +209,7 @@ export function attachPyMount(o: AttachPyOptions): PyAttachment {
   })
   return {
     clients: [privateClient, publicClient].filter((c): c is UpstreamClient => c !== undefined),
+    publicClient,
     cache,
     snapshots: {
       'service.pypi.files': () => record.snapshot(),
@@ -182,3 +217,5 @@ export function attachPyMount(o: AttachPyOptions): PyAttachment {
     },
   }
 }
+
+

@@ -39,7 +39,7 @@ import { checkIntegrityFloor, type IntegrityAlgorithm } from '../../engine/mirro
 import { checkMirrorJob, type MirrorJob } from '../../engine/mirror/mirror-job.js'
 import { validateArtifactFilename, validatePackageName } from '../../engine/npm/names.js'
 import type { Ecosystem } from '../../engine/advisory/artifact/database.js'
-import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import type { Decision, HistoryFacts, VersionFacts } from '../../engine/policy/decision.js'
 import { explainRefusal, type Explanation } from '../../engine/policy/explain.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import { BearerToken } from '../../engine/secret.js'
@@ -69,6 +69,15 @@ export interface SelectedArtifact {
   integrity: string | undefined
   shasum: string | undefined
   publishedAt: Date | undefined
+  /** The history facts the mount's rules read (engine/packument/merge.ts SelectedVersion), gated on again here. */
+  history?: HistoryFacts | undefined
+  /**
+   * The fields of the mirror job that are not the route's own, for a mount
+   * whose jobs carry more than a js job (py: `mount`, all SHA-2 digests,
+   * md5, `coreMetadata`); they replace `integrity` and `shasum` in the job.
+   * Undefined: a js job.
+   */
+  mirrorFields?: Pick<MirrorJob, 'mount' | 'integrity' | 'shasum' | 'md5' | 'coreMetadata'> | undefined
 }
 
 export interface ArtifactRouteDeps {
@@ -84,8 +93,8 @@ export interface ArtifactRouteDeps {
   /** Feeds the advisory outage tracker and the skipped-check record (SPEC.md 3.3, 6.2); call it for every public decision. */
   observe(facts: VersionFacts, decision: Decision): void
   integrityFloor: IntegrityAlgorithm
-  /** Best effort, never awaited on the response path. */
-  enqueue(job: MirrorJob): Promise<void>
+  /** Best effort, never awaited on the response path; undefined when this route's relays are never mirrored (no mirror target, a `.metadata` or provenance file). */
+  enqueue: ((job: MirrorJob) => Promise<void>) | undefined
   logger: Logger
   counters: ArtifactCounters
   /** Stamps `enqueuedAt`; the system clock when absent. */
@@ -214,11 +223,14 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
   }
 
   const enqueueLater = (job: MirrorJob): void => {
+    const enqueue = deps.enqueue
+    // Nothing to mirror: no job is made, so none can fail (and warn) on the way.
+    if (enqueue === undefined) return
     // Serve-then-enqueue: never awaited by the response, and nothing it throws reaches it.
     void (async () => {
       try {
         checkMirrorJob(job)
-        await deps.enqueue(job)
+        await enqueue(job)
         counters.enqueued()
       } catch (error) {
         counters.enqueueFailed()
@@ -307,7 +319,7 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
       return
     }
 
-    const facts: VersionFacts = { ecosystem: deps.ecosystem, name, version: selected.version, publishedAt: selected.publishedAt }
+    const facts: VersionFacts = { ...selected.history, ecosystem: deps.ecosystem, name, version: selected.version, publishedAt: selected.publishedAt }
     const decision = deps.evaluate(facts)
     deps.observe(facts, decision)
     const refusal = refusalOf(decision, deps.rules === undefined ? undefined : explainRefusal(decision, facts, deps.rules, clock.now()))
@@ -389,6 +401,7 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
         filename: selected.filename,
         integrity: selected.integrity,
         shasum: selected.shasum,
+        ...selected.mirrorFields,
         enqueuedAt: new Date(clock.now()).toISOString(),
       })
     }

@@ -12,7 +12,8 @@ import type { FrontDoor } from '../http/front-door.js'
 import { respondAfterBody } from '../http/request-body.js'
 import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
 import { carriesHopMarker } from './hop-marker.js'
-import { matchJsRoute, type JsRoute } from './js-routes.js'
+import { matchAttestationSpec, matchJsRoute, type JsRoute } from './js-routes.js'
+import { respondLegacyAudit } from './audit-route.js'
 
 export interface JsMountHandlers {
   packument?(exchange: Exchange, pkg: string): void | Promise<void>
@@ -21,6 +22,12 @@ export interface JsMountHandlers {
   publish?(exchange: Exchange, pkg: string): void | Promise<void>
   /** `GET /js/-/why/{package}/{version}`. */
   why?(exchange: Exchange, pkg: string, version: string): void | Promise<void>
+  /** `POST /js/-/npm/v1/security/advisories/bulk` (server/routes/audit-route.ts). */
+  auditBulk?(exchange: Exchange): void | Promise<void>
+  /** `GET /js/-/npm/v1/keys` (server/routes/signature-routes.ts). */
+  signingKeys?(exchange: Exchange): void | Promise<void>
+  /** `GET /js/-/npm/v1/attestations/{package}@{version}`, also answered at `/-/npm/v1/attestations/...`. */
+  attestations?(exchange: Exchange, pkg: string, version: string): void | Promise<void>
 }
 
 export interface JsMountOptions {
@@ -51,6 +58,10 @@ const JS_ROUTE_TEMPLATES: Readonly<Record<JsRoute['kind'], string>> = {
   metadata_change: '/js/{package}/-rev/{rev}',
   artifact: '/js/{package}/-/{filename}',
   why: '/js/-/why/{package}/{version}',
+  audit_bulk: '/js/-/npm/v1/security/advisories/bulk',
+  audit_legacy: '/js/-/npm/v1/security/audits',
+  signing_keys: '/js/-/npm/v1/keys',
+  attestations: '/js/-/npm/v1/attestations/{spec}',
   not_found: '/js/*',
 }
 
@@ -86,6 +97,19 @@ export function mountJs(door: FrontDoor, options: JsMountOptions): void {
       case 'why':
         if (handlers.why !== undefined) return handlers.why(ex, route.package, route.version)
         break
+      case 'audit_bulk':
+        if (handlers.auditBulk !== undefined) return handlers.auditBulk(ex)
+        respondAfterBody(ex, errors.notFound, { maxBytes: refusedBodyBytes })
+        return
+      case 'audit_legacy':
+        respondLegacyAudit(ex)
+        return
+      case 'signing_keys':
+        if (handlers.signingKeys !== undefined) return handlers.signingKeys(ex)
+        break
+      case 'attestations':
+        if (handlers.attestations !== undefined) return handlers.attestations(ex, route.package, route.version)
+        break
       case 'publish':
         if (handlers.publish !== undefined) return handlers.publish(ex, route.package)
         respondAfterBody(ex, errors.noPublish, { maxBytes: refusedBodyBytes })
@@ -100,6 +124,29 @@ export function mountJs(door: FrontDoor, options: JsMountOptions): void {
   }
   door.route('any', '/js', handle)
   door.route('any', '/js/*', handle)
+  // npm 11 fetches `dist.attestations.url`'s path from its registry's origin, dropping the `/js` prefix
+  // (pacote registry.js: new URL(path, registry)): the same route, answered at the root too.
+  const attestations = handlers.attestations
+  if (attestations !== undefined) {
+    door.route('any', '/-/npm/v1/attestations/*', (ex) => {
+      const head = ex.method === 'HEAD'
+      if (edge !== undefined && !edge.admits(ex.header('authorization'))) {
+        respondAfterBody(ex, edge.refusal, { maxBytes: refusedBodyBytes, headers: { 'www-authenticate': EDGE_CHALLENGE } })
+        return
+      }
+      ex.routeTemplate = '/-/npm/v1/attestations/{spec}'
+      const route = ex.method === 'GET' || head ? matchAttestationSpec(ex.path.split('/').slice(5)) : { kind: 'not_found' as const }
+      if (route.kind !== 'attestations') {
+        ex.respondError(errors.notFound, { head })
+        return
+      }
+      if (carriesHopMarker(ex.header('via'), hopMarker)) {
+        ex.respondError(errors.loop, { head })
+        return
+      }
+      return attestations(ex, route.package, route.version)
+    })
+  }
 }
 
 /** Deny by default for every path no mount or probe claims, `/metrics` included (SPEC.md 4.5). */

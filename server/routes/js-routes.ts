@@ -21,6 +21,14 @@ export type JsRoute =
   | { readonly kind: 'artifact'; readonly package: string; readonly filename: string }
   /** `GET /js/-/why/{package}/{version}`: the admission decision for one public version (issue 17 item 5). */
   | { readonly kind: 'why'; readonly package: string; readonly version: string }
+  /** `POST /js/-/npm/v1/security/advisories/bulk`: npm audit, from the advisory database (issue 17 item 3). */
+  | { readonly kind: 'audit_bulk' }
+  /** `POST /js/-/npm/v1/security/audits` and `.../audits/quick`: npm 6's audit, answered 501. */
+  | { readonly kind: 'audit_legacy' }
+  /** `GET /js/-/npm/v1/keys`: the public upstream's signing keys (issue 17 item 4). */
+  | { readonly kind: 'signing_keys' }
+  /** `GET /js/-/npm/v1/attestations/{package}@{version}`: an admitted public version's attestations. */
+  | { readonly kind: 'attestations'; readonly package: string; readonly version: string }
   | { readonly kind: 'not_found' }
 
 const NOT_FOUND: JsRoute = Object.freeze({ kind: 'not_found' })
@@ -67,6 +75,7 @@ function matchSpecial(method: string, read: boolean, rest: readonly string[]): J
     const [pkg, tail] = split
     return tail.length === 1 && tail[0] !== '' ? { kind: 'why', package: pkg, version: tail[0] as string } : NOT_FOUND
   }
+  if (rest[0] === 'npm' && rest[1] === 'v1') return matchNpmV1(method, read, rest.slice(2))
   if (rest[0] === 'package') {
     const split = splitPackage(rest.slice(1))
     if (split === undefined) return NOT_FOUND
@@ -77,6 +86,30 @@ function matchSpecial(method: string, read: boolean, rest: readonly string[]): J
     }
   }
   return NOT_FOUND
+}
+
+/** `/-/npm/v1/...`: audit, signing keys, attestations. */
+function matchNpmV1(method: string, read: boolean, rest: readonly string[]): JsRoute {
+  const path = rest.join('/')
+  if (path === 'security/advisories/bulk') return method === 'POST' ? { kind: 'audit_bulk' } : NOT_FOUND
+  if (path === 'security/audits' || path === 'security/audits/quick') return method === 'POST' ? { kind: 'audit_legacy' } : NOT_FOUND
+  if (path === 'keys') return read ? { kind: 'signing_keys' } : NOT_FOUND
+  if (rest[0] === 'attestations' && read) return matchAttestationSpec(rest.slice(1))
+  return NOT_FOUND
+}
+
+/**
+ * `{package}@{version}` after `attestations/`: `name@1.0.0`,
+ * `@scope%2fname@1.0.0`, or `@scope/name@1.0.0` as two segments.
+ */
+export function matchAttestationSpec(segments: readonly string[]): JsRoute {
+  if (segments.length < 1 || segments.length > 2) return NOT_FOUND
+  const last = segments[segments.length - 1] as string
+  const at = last.lastIndexOf('@')
+  if (at <= 0 || at === last.length - 1) return NOT_FOUND
+  const split = splitPackage([...segments.slice(0, -1), last.slice(0, at)])
+  if (split === undefined || split[1].length !== 0) return NOT_FOUND
+  return { kind: 'attestations', package: split[0], version: last.slice(at + 1) }
 }
 
 /** [package in single-segment form, remaining segments], or undefined. */

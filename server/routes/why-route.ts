@@ -8,10 +8,13 @@
  * public document is read through the memory gate when the store lacks it),
  * never an upstream the artifact route would not ask. A private version is
  * not judged by rules (private hits are trusted), so it is not answered here.
+ * When a rule reads the package's history, the answer shows the facts it
+ * read (the version's trust and the strongest earlier one; whether it adds
+ * an install script, and to which previous version).
  */
 import { isServiceError, ServiceError, toServiceError } from '../../engine/errors.js'
 import { validatePackageName } from '../../engine/npm/names.js'
-import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import type { Decision, HistoryFacts, VersionFacts } from '../../engine/policy/decision.js'
 import { explainRefusal } from '../../engine/policy/explain.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import type { Clock } from '../../engine/clock.js'
@@ -24,6 +27,27 @@ export interface WhyRouteDeps {
   readonly rules: readonly RuleConfig[]
   readonly clock: Clock
 }
+
+/**
+ * The history facts the mount's rules read, in the answer only when a rule
+ * reads them: `trust` and `earlierTrust` (DenyIfTrustDowngrade),
+ * `installScript` and `installScriptAddedAfter` (DenyIfInstallScriptAdded).
+ */
+function historyFields(history: HistoryFacts | undefined): Record<string, unknown> {
+  if (history === undefined) return {}
+  const fields: Record<string, unknown> = {}
+  if (history.trust !== undefined) {
+    fields['trust'] = TRUST_NAMES[history.trust]
+    fields['earlierTrust'] = history.earlierTrust === undefined ? null : { level: TRUST_NAMES[history.earlierTrust.level], version: history.earlierTrust.version }
+  }
+  if (history.installScript !== undefined) {
+    fields['installScript'] = history.installScript
+    fields['installScriptAddedAfter'] = history.scriptAddedAfter ?? null
+  }
+  return fields
+}
+
+const TRUST_NAMES = ['none', 'provenance', 'trustedPublisher'] as const
 
 /** A version as the route carries it: printable, no separators, bounded. */
 const VERSION = /^[0-9A-Za-z.+_-]{1,256}$/
@@ -56,7 +80,8 @@ export function createWhyHandler(deps: WhyRouteDeps): (ex: Exchange, pkg: string
       ex.respondError(new ServiceError('UPSTREAM_MISS', { message: `${name}@${version} is not a public version this proxy can see; a private version is served as the private registry has it, without rules` }), { head })
       return
     }
-    const facts: VersionFacts = { ecosystem: 'js', name, version, publishedAt: selected.publishedAt }
+    // The same facts the artifact route gates on, history included (DenyIfTrustDowngrade, DenyIfInstallScriptAdded).
+    const facts: VersionFacts = { ...selected.history, ecosystem: 'js', name, version, publishedAt: selected.publishedAt }
     const decision = deps.evaluate(facts)
     const explained = explainRefusal(decision, facts, deps.rules, deps.clock.now())
     ex.respondJson(200, {
@@ -70,6 +95,7 @@ export function createWhyHandler(deps: WhyRouteDeps): (ex: Exchange, pkg: string
       evidence: decision.evidence,
       publishedAt: selected.publishedAt?.toISOString() ?? null,
       admittedFrom: explained?.admittedFrom ?? null,
+      ...historyFields(selected.history),
       message: explained?.message ?? `${name}@${version} is admitted by ${decision.rule ?? 'a rule'}${decision.ruleIndex === undefined ? '' : ` (rule ${decision.ruleIndex + 1})`}${decision.evidence.length > 0 ? `: ${decision.evidence.join(', ')}` : ''}`,
     }, { head })
   }

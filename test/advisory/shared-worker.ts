@@ -14,7 +14,7 @@ parentPort?.once('message', (msg: Ask) => {
     const remediating = msg.lookups.map(([n, v]) => db.remediating(n, v).map((m) => m.id))
     // Proof that the memory is shared, not copied: the worker writes a byte the parent reads.
     const view = new Uint8Array(msg.shared)
-    Atomics.store(view, 108, 42) // a reserved header byte
+    Atomics.store(view, 112, 42) // a reserved header byte (108 holds format 2's details ref)
     parentPort?.postMessage({ affecting, remediating, rowCount: db.metadata.rowCount })
   } catch (err) {
     parentPort?.postMessage({ error: String(err) })

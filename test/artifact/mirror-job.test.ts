@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { isServiceError } from '../../engine/errors.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
-import { MIRROR_JOB_FORMAT, UNDECODABLE_MIRROR_JOB, checkMirrorJob, decodeMirrorJob, encodeMirrorJob, enqueueOn, type MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { EnqueueBuffer } from '../../engine/mirror/enqueue-buffer.js'
+import { MAX_MIRROR_JOB_BYTES, MIRROR_JOB_FORMAT, UNDECODABLE_MIRROR_JOB, checkMirrorJob, decodeMirrorJob, encodeMirrorJob, enqueueOn, type MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 
 const SHA512 = `sha512-${Buffer.alloc(64, 1).toString('base64')}`
 const JOB: MirrorJob = {
@@ -75,4 +77,22 @@ t.test('enqueueOn sends the encoded job on a real embedded queue', async (t) => 
   const [message] = await queue.receive({ max: 10, visibilitySeconds: 30 })
   t.ok(message)
   t.same(decodeMirrorJob(message!.body), JOB)
+})
+
+t.test('a job over the body bound is refused on every queue before it takes room; the enqueue buffer counts it', async (t) => {
+  const long: MirrorJob = { ...JOB, url: `https://127.0.0.1:8443/${'x'.repeat(200_000)}/@acme%2fwidget/-/widget-1.2.3.tgz` }
+  t.ok(Buffer.byteLength(encodeMirrorJob(JOB)) <= MAX_MIRROR_JOB_BYTES, 'an ordinary job fits')
+  t.throws(() => encodeMirrorJob(long), { code: 'QUEUE_FAILURE', data: { reason: 'too-large', maxBodyBytes: MAX_MIRROR_JOB_BYTES } })
+  const sent: string[] = []
+  const buffer = new EnqueueBuffer({ queue: { send: async (body: string) => { sent.push(body); return { messageId: String(sent.length) } } }, logger: new RecordingLogger(), capacity: 4 })
+  // Thousands of downloads of the long-URL version hold nothing: each is refused at once and counted.
+  const reasons = new Set<string>()
+  for (let i = 0; i < 2000; i++) {
+    reasons.add(await buffer.enqueue(long).then(() => 'accepted', (e: unknown) => (isServiceError(e, 'QUEUE_FAILURE') ? String(e.data?.['reason']) : String(e))))
+  }
+  t.same([...reasons], ['too-large'], 'every one refused as too large')
+  await buffer.enqueue(JOB)
+  await buffer.close(5_000)
+  t.match(buffer.stats(), { buffered: 0, sent: 1, dropped: 2000 })
+  t.equal(sent.length, 1, 'only the ordinary job reached the queue')
 })

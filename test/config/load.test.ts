@@ -225,7 +225,6 @@ mounts:
 `)
   const found = problems(load(file, { SERVICE_SERVER__PORT: 'eighty' }))
   const at = (path: string) => found.filter((p) => p.path === path).map((p) => p.message)
-  t.same(at('mounts.js.publish'), [], 'a publish target is relayed (issue 13), not refused')
   t.match(at('mounts.js.upstreams.private.url'), [/query or fragment/])
   t.match(at('mounts.js.upstreams.public.url'), [/query or fragment/])
   t.same(found.filter((p) => p.path.includes('allowInternalRanges')).map((p) => p.path), [2, 3, 4].map((i) => `mounts.js.upstreams.public.allowInternalRanges.${i}`))
@@ -236,6 +235,33 @@ mounts:
   t.match(problems(viaNpm), [{ path: 'mounts.js.upstreams.public.url', message: /query or fragment/, source: /npm client/ }])
   t.ok(load(await withDocument(t, 'store: { kind: embedded, prefix: "../ignored" }\nmounts: { js: { upstreams: { public: { url: "https://public.example/?" } } } }\n')).ok,
     'an embedded store has no prefix; an empty query is none')
+})
+
+t.test('a publish target needs edge tokens: without them anyone who reaches the proxy could publish', async (t) => {
+  const doc = (server: string) => `
+${server}
+mounts:
+  js:
+    upstreams: { public: { url: "https://public.example/" } }
+    publish: { target: "https://publish.example/", scopes: ["@acme"], token: "target-token" }
+`
+  t.match(problems(load(await withDocument(t, doc('')))), [{ path: 'mounts.js.publish', message: /needs server.edgeTokens/ }])
+  t.ok(load(await withDocument(t, doc('server: { edgeTokens: ["edge-1"] }'))).ok, 'with an edge token it boots')
+  t.ok(load(await withDocument(t, doc('')), { SERVICE_SERVER__EDGE_TOKENS: '["edge-1"]' }).ok, 'set from the environment too')
+})
+
+t.test('the tarball-host policy per mount: respectTarballHost overrides the global respectUpstreamTarballHost', async (t) => {
+  const config = ok(t, load(await withDocument(t, `
+mounts:
+  js:
+    upstreams: { public: { url: "https://public.example/" } }
+  py:
+    upstreams: { public: { url: "https://pypi.example/simple/", allowHosts: ["pypi.example", "files.example"], respectTarballHost: true } }
+`)))
+  t.equal(config.mounts.js?.upstreams.public?.respectTarballHost, false, 'js keeps the default: another host:port is refused')
+  t.equal(config.mounts.py?.upstreams.public?.respectTarballHost, true, 'py admits its files host, within allowHosts')
+  const global = ok(t, load(await withDocument(t, 'respectUpstreamTarballHost: true\nmounts: { js: { upstreams: { public: { url: "https://public.example/", respectTarballHost: false } } } }\n')))
+  t.equal(global.mounts.js?.upstreams.public?.respectTarballHost, false, 'a mount can stay strict under a permissive global')
 })
 
 t.test('LOG_LEVEL sets the floor unless the SERVICE_ key is set', async (t) => {
@@ -249,7 +275,7 @@ t.test('no npm registry to default to is a problem', async (t) => {
   t.match(problems(result), [{ path: 'mounts.js.upstreams.public.url', message: /npm client/ }])
 })
 
-t.test('the py mount: sha256 integrity floor by default, privateHidesPublic, and the keys this build cannot honour', async (t) => {
+t.test('the py mount: sha256 integrity floor by default, privateHidesPublic, its mirror, and the keys this build cannot honour', async (t) => {
   const config = ok(t, load(await withDocument(t, `mounts:\n  js: {}\n  py:\n    upstreams:\n      public: { url: 'https://pypi.example/simple/' }\n`)))
   t.equal(config.mounts.py?.integrityFloor, 'sha256', 'what a PyPI page publishes')
   t.equal(config.mounts.js?.integrityFloor, 'sha512')
@@ -267,6 +293,13 @@ t.test('the py mount: sha256 integrity floor by default, privateHidesPublic, and
     "    mirror: { target: 'https://private.example/' }",
     '',
   ].join('\n'))))
-  t.same(refused.map((p) => p.path).sort(), ['mounts.js.privateHidesPublic', 'mounts.py.mirror', 'mounts.py.publish'])
+  t.same(refused.map((p) => p.path).sort(), ['mounts.js.privateHidesPublic', 'mounts.py.publish'], 'mounts.py.mirror is accepted: py files are mirrored')
   t.match(refused.find((p) => p.path === 'mounts.py.publish')?.message, /relays no py publishes/)
+
+  const mirrored = ok(t, load(await withDocument(t, "mounts:\n  py:\n    upstreams: { public: { url: 'https://pypi.example/simple/' } }\n    mirror: { target: 'https://private.example/upload/', token: 's3cret', simpleUrl: 'https://private.example/+simple/' }\n")))
+  t.equal(mirrored.mounts.py?.mirror?.target, 'https://private.example/upload/')
+  t.equal(mirrored.mounts.py?.mirror?.simpleUrl, 'https://private.example/+simple/')
+  t.equal(mirrored.mounts.py?.mirror?.token?.reveal(), 's3cret')
+  const jsSimple = problems(load(await withDocument(t, "mounts:\n  js:\n    mirror: { target: 'https://private.example/', simpleUrl: 'https://private.example/simple/' }\n")))
+  t.same(jsSimple.map((p) => p.path), ['mounts.js.mirror.simpleUrl'], 'simpleUrl is a py key')
 })

@@ -13,6 +13,9 @@ import { join } from 'node:path'
 import t from 'tap'
 import { loadConfig } from '../../engine/config/load.js'
 import { OFFLINE_JS_MOUNT, startTestProxy } from '../helpers/proxy.js'
+
+/** The publish relay needs an edge token (it writes with its own target credential). */
+const EDGE_TOKEN = 'edge-token-for-publish'
 import { bytesOf, publishDocument } from '../publish/publish-documents.js'
 
 interface Seen { url: string, authorization: string | undefined }
@@ -54,6 +57,7 @@ t.test('one shared selfHosted credential: minted once at boot, sent to the priva
   const mint = await mintCommand(dir, 3600)
   const [privateUpstream, target] = await Promise.all([recorder(t, 404), recorder(t, 201)])
   const proxy = await startTestProxy(t, {
+    edgeToken: EDGE_TOKEN,
     document: {
       credentials: [{ name: 'shared', provider: 'selfHosted', command: mint.command }],
       mounts: {
@@ -85,6 +89,7 @@ t.test('the breaker on the request path: five failed mints, then 503 with Retry-
   const mint = await mintCommand(dir, 1, 1)
   const target = await recorder(t, 201)
   const proxy = await startTestProxy(t, {
+    edgeToken: EDGE_TOKEN,
     document: {
       credentials: [{ name: 'short', provider: 'selfHosted', command: mint.command }],
       mounts: { js: { ...OFFLINE_JS_MOUNT.js, publish: { target: target.url, credential: 'short', scopes: ['@acme'] } } },

@@ -28,3 +28,16 @@ t.test('widening the same rule to both phases makes it revoke', async (t) => {
   t.same(judge.judge('c', '3.0.0'), { rule: 'mounts.js.rules[0] DenyIdentity c@3.0.0' })
   t.same(judge.judge('c', 'v3.0.0'), { rule: 'mounts.js.rules[0] DenyIdentity c@3.0.0' }, 'a loose key npm would install as 3.0.0')
 })
+
+t.test('packages: an identity denial is judged with its selector; the history rules never remove', async (t) => {
+  const judge = new RevocationJudge('js', [
+    { rule: 'DenyIfTrustDowngrade' },
+    { rule: 'DenyIfInstallScriptAdded', seconds: 0 },
+    { rule: 'DenyIdentity', package: 'a', versions: '*', packages: ['b*'] },
+    { rule: 'DenyIdentity', package: '@s/d', versions: '1.0.0', packages: ['@s/*'] },
+  ])
+  t.same(judge.candidates, ['@s/d'], 'a denial whose selector does not select its own package names no candidate')
+  t.equal(judge.judge('a', '1.0.0'), undefined, 'and removes nothing')
+  t.same(judge.judge('@s/d', '1.0.0'), { rule: 'mounts.js.rules[3] DenyIdentity @s/d@1.0.0' }, 'a selected one removes as before')
+  t.equal(judge.judge('zzz', '1.0.0'), undefined, 'the history rules are not judged on an inventory')
+})

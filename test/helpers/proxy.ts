@@ -42,6 +42,13 @@ export interface StartOptions {
   readonly document?: Record<string, unknown>
   readonly env?: Record<string, string>
   readonly clock?: Clock
+  /**
+   * An edge token (`server.edgeTokens`, added to any the document sets):
+   * `fetch` and `get` send it as the bearer unless a request sets its own
+   * Authorization. A publish target needs one (the relay refuses to boot
+   * without edge tokens).
+   */
+  readonly edgeToken?: string
 }
 
 /** A document whose js mount points at a placeholder public upstream that is never contacted. */
@@ -53,7 +60,9 @@ export async function startTestProxy(t: Teardown, options: StartOptions = {}): P
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   // One core: tests start many proxies on a shared 2-core machine.
   const document: Record<string, unknown> = { mounts: OFFLINE_JS_MOUNT, runtime: { cores: 1 }, queue: { path: join(dir, 'queue') }, store: { path: join(dir, 'store') }, ...options.document }
-  const server = { host: '127.0.0.1', ...(document['server'] as object | undefined), port, baseUrl: `http://127.0.0.1:${port}` }
+  const given = document['server'] as { edgeTokens?: string[] } | undefined
+  const edgeTokens = options.edgeToken === undefined ? {} : { edgeTokens: [...(given?.edgeTokens ?? []), options.edgeToken] }
+  const server = { host: '127.0.0.1', ...given, ...edgeTokens, port, baseUrl: `http://127.0.0.1:${port}` }
   const file = join(dir, 'config.yaml')
   await writeFile(file, YAML.stringify({ ...document, server }))
   const loaded = loadConfig({ configPath: file, env: options.env ?? {}, npmRegistry: () => undefined })
@@ -76,7 +85,10 @@ export async function startTestProxy(t: Teardown, options: StartOptions = {}): P
   })
   const url = `http://127.0.0.1:${port}`
   const fetchIt = async (method: string, path: string, opts: { headers?: Record<string, string>; body?: string | Uint8Array } = {}): Promise<TestResponse> => {
-    const res = await request(`${url}${path}`, { method: method as 'GET', headers: opts.headers, body: opts.body, dispatcher })
+    const headers = options.edgeToken === undefined || Object.keys(opts.headers ?? {}).some((name) => name.toLowerCase() === 'authorization')
+      ? opts.headers
+      : { ...opts.headers, authorization: `Bearer ${options.edgeToken}` }
+    const res = await request(`${url}${path}`, { method: method as 'GET', headers, body: opts.body, dispatcher })
     const body = Buffer.from(await res.body.arrayBuffer())
     return { status: res.statusCode, headers: res.headers, body, json: () => JSON.parse(body.toString('utf8')) as unknown }
   }

@@ -19,13 +19,14 @@ import { BearerToken } from '../../engine/secret.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import { publishFixture } from '../peers/publish-fixture.js'
+import { AdmissionGate } from '../../engine/memory/gate.js'
 import { startVerdaccio, type VerdaccioPeer } from '../../bench/peers/verdaccio.js'
 
 interface Dist { integrity?: string, shasum?: string, tarball?: string }
 
 const [priv, pub] = await Promise.all([startVerdaccio({ role: 'private' }), startVerdaccio({ role: 'public' })])
 t.teardown(() => Promise.all([priv.stop(), pub.stop()]))
-for (const name of ['idem', 'clash', 'huge', 'nodigest', 'refused', '@scope/scoped']) {
+for (const name of ['idem', 'clash', 'huge', 'nodigest', 'refused', '@scope/scoped', 'charged', 'charged-later']) {
   await publishFixture(pub, { name, version: '1.0.0', files: { 'index.js': `module.exports = ${JSON.stringify(name)}\n`, 'pad.bin': name === 'huge' ? randomBytes(50_000) : Buffer.alloc(50_000, 3) } })
 }
 // The target already holds `clash@1.0.0`, with other bytes.
@@ -163,4 +164,36 @@ t.test('the authoritative URL passes the tarball-host policy: another port is re
   const elsewhere = new URL(job.url)
   elsewhere.port = String(priv.port)
   t.match(await w.process({ ...job, url: elsewhere.href }), { result: 'upstream_refused', disposition: 'leave', reason: 'TARBALL_HOST_REFUSED' })
+})
+
+t.test('embedded: both document reads are charged to the proxy\'s memory gate, and every charge returns', async (t) => {
+  const logger = new RecordingLogger()
+  const target = new MirrorTarget({ url: priv.url, token, maxDocumentBytes: 16 * 1024 * 1024 })
+  t.teardown(() => target.close())
+  const gate = new AdmissionGate({ budgetBytes: 64 * 1024 * 1024, maxInFlight: 4, waitingRoom: 4 })
+  let peak = 0
+  const memory = {
+    enter: async (signal?: AbortSignal) => {
+      const admission = await gate.enter(signal)
+      const charge = admission.charge.bind(admission)
+      const tryCharge = admission.tryCharge.bind(admission)
+      admission.tryCharge = (bytes: number) => { const ok = tryCharge(bytes); peak = Math.max(peak, gate.chargedBytes); return ok }
+      admission.charge = (bytes, options) => charge(bytes, options).then(() => { peak = Math.max(peak, gate.chargedBytes) })
+      return admission
+    },
+  }
+  const w = new MirrorWorker({ source: publicClient, target, maxArtifactBytes: 64 * 1024 * 1024, logger, memory })
+  const job = await jobFor('charged')
+  t.match(await w.process(job), { result: 'mirrored' })
+  t.ok(peak > 1024 * 1024, `the reads were charged beyond the entry step (peak ${peak} bytes)`)
+  t.equal(gate.chargedBytes, 0, 'every charge returned after the job')
+
+  // A gate that cannot admit: the job waits out its window (transient), nothing is read or published.
+  const full = new AdmissionGate({ budgetBytes: 0, maxInFlight: 1, waitingRoom: 0 })
+  const held = await full.enter()
+  t.teardown(() => held.release())
+  const shed = new MirrorWorker({ source: publicClient, target, maxArtifactBytes: 64 * 1024 * 1024, logger, memory: full })
+  const other = await jobFor('charged-later')
+  t.match(await shed.process(other), { result: 'retried', disposition: 'leave' })
+  t.equal(await dist(priv, 'charged-later'), undefined, 'nothing published while the gate sheds')
 })

@@ -78,15 +78,20 @@ t.test('edge tokens with raw requests and with npm, pnpm and yarn', async (t) =>
     t.match(`${refused.stdout}\n${refused.stderr}`, /E401|401/)
   })
 
-  await t.test('pnpm with the token in .npmrc installs', async (t) => {
+  await t.test('pnpm with the token in .npmrc installs; without it, 401', async (t) => {
     const ws = await createClientWorkspace({ '@acme/edge-app': '1.0.0' })
     t.teardown(() => ws.remove())
     await pnpmInstall(ws, { registry, authToken: OLD })
     t.match(await ws.installedManifest('@acme/edge-app'), { version: '1.0.0' })
     t.ok((await readdir(join(ws.dir, 'node_modules', '.pnpm'))).includes('edge-util@1.0.0'))
+    const bare = await createClientWorkspace({ '@acme/edge-app': '1.0.0' })
+    t.teardown(() => bare.remove())
+    const refused = await pnpmInstall(bare, { registry }, { allowFailure: true, timeoutMs: 120_000 })
+    t.not(refused.exitCode, 0)
+    t.match(`${refused.stdout}\n${refused.stderr}`, /401/)
   })
 
-  await t.test('yarn with the token in .npmrc installs (yarn 1 needs always-auth for unscoped packages)', async (t) => {
+  await t.test('yarn with the token in .npmrc installs (yarn 1 needs always-auth for unscoped packages); without it, 401', async (t) => {
     const ws = await createClientWorkspace({ '@acme/edge-app': '1.0.0' })
     t.teardown(() => ws.remove())
     // Yarn 1 sends the registry token only for scoped packages unless always-auth is set; the user's ~/.npmrc is where it goes.
@@ -94,6 +99,12 @@ t.test('edge tokens with raw requests and with npm, pnpm and yarn', async (t) =>
     await yarnInstall(ws, { registry, authToken: NEW })
     t.match(await ws.installedManifest('@acme/edge-app'), { version: '1.0.0' })
     t.match(await ws.installedManifest('edge-util'), { version: '1.0.0' })
+    const bare = await createClientWorkspace({ '@acme/edge-app': '1.0.0' })
+    t.teardown(() => bare.remove())
+    const refused = await yarnInstall(bare, { registry }, { allowFailure: true, timeoutMs: 120_000 })
+    t.not(refused.exitCode, 0)
+    // yarn 1 prints the envelope's own sentence rather than the status.
+    t.match(`${refused.stdout}\n${refused.stderr}`, /401|a valid edge token is required/)
   })
 })
 

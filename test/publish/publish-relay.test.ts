@@ -16,6 +16,9 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { bytesOf, publishDocument } from './publish-documents.js'
 
+/** The publish relay needs an edge token (it writes with its own target credential). */
+const EDGE_TOKEN = 'edge-token-for-publish'
+
 const MAX_BODY = 64 * 1024
 
 /** The target's own document of `name`, read directly: its status and versions. */
@@ -32,6 +35,8 @@ t.test('publish relay through the proxy into Verdaccio', async (t) => {
   const targetToken = await priv.publisherToken()
 
   const proxy = await startTestProxy(t, {
+    // The relay writes with the target's own token, so it needs an edge token to say who may publish.
+    edgeToken: EDGE_TOKEN,
     document: {
       mounts: {
         js: {
@@ -45,9 +50,9 @@ t.test('publish relay through the proxy into Verdaccio', async (t) => {
       },
     },
   })
-  // npm publishes only with a credential for the registry; the proxy never passes it on (the target gets its own).
-  const publisher = { registry: `${proxy.url}/js/`, authToken: 'client-credential-not-forwarded' }
-  const reader = { registry: `${proxy.url}/js/` }
+  // npm sends the edge token as its credential for the proxy; the proxy never passes it on (the target gets its own).
+  const publisher = { registry: `${proxy.url}/js/`, authToken: EDGE_TOKEN }
+  const reader = { registry: `${proxy.url}/js/`, authToken: EDGE_TOKEN }
 
   const publishWith = async (name: string, version = '1.0.0') => {
     const ws = await createClientWorkspace({})
@@ -120,7 +125,7 @@ t.test('publish relay through the proxy into Verdaccio', async (t) => {
     // Chunked, so no declared length: counted as it arrives.
     const chunked = await request(`${proxy.url}/js/@acme%2fbig`, {
       method: 'PUT',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${EDGE_TOKEN}` },
       body: Readable.from((function* () { for (let i = 0; i < big.byteLength; i += 16_384) yield Buffer.from(big.subarray(i, i + 16_384)) })()),
     }).then(async (r) => ({ status: r.statusCode, body: await r.body.text() }), (error: Error) => ({ status: 0, body: error.message }))
     t.equal(chunked.status, 413, chunked.body)

@@ -11,6 +11,9 @@ import { connect } from 'node:net'
 import t from 'tap'
 import { request } from 'undici'
 import { OFFLINE_JS_MOUNT, startTestProxy } from '../helpers/proxy.js'
+
+/** The publish relay needs an edge token (it writes with its own target credential). */
+const EDGE_TOKEN = 'edge-token-for-publish'
 import { bytesOf, publishDocument } from './publish-documents.js'
 
 interface Received { method: string, url: string, headers: IncomingHttpHeaders, body: Buffer }
@@ -36,25 +39,26 @@ const charged = (proxy: { role: { metrics(): Record<string, unknown> } }): numbe
 t.test('the route relays the body as sent, keyed on the route name, with the target\'s credential', async (t) => {
   const target = await startTarget(t)
   const proxy = await startTestProxy(t, {
+    edgeToken: EDGE_TOKEN,
     document: {
       server: { compatPort: 0 },
       mounts: { js: { ...OFFLINE_JS_MOUNT.js, publish: { target: target.url, token: 'target-token', scopes: ['@acme'] } } },
     },
   })
   const body = bytesOf(publishDocument({ name: '@acme/lib' }))
-  const res = await proxy.fetch('PUT', '/js/@acme%2flib', { body, headers: { 'content-type': 'application/json', authorization: 'Bearer client-token' } })
+  const res = await proxy.fetch('PUT', '/js/@acme%2flib', { body, headers: { 'content-type': 'application/json', authorization: `Bearer ${EDGE_TOKEN}` } })
   t.equal(res.status, 201)
   t.same(res.json(), { ok: 'created new package', success: true }, 'the target\'s body relayed')
   t.equal(target.received.length, 1)
   const [sent] = target.received
   t.equal(sent?.method, 'PUT')
   t.equal(sent?.url, '/npm/@acme%2flib')
-  t.equal(sent?.headers.authorization, 'Bearer target-token', 'the target\'s own credential, never the client\'s')
+  t.equal(sent?.headers.authorization, 'Bearer target-token', 'the target\'s own credential, never the client\'s edge token')
   t.ok(sent?.body.equals(Buffer.from(body)), 'the body byte for byte')
   t.equal(charged(proxy), 0, 'every charge returned')
 
   // The same through the node:http compatibility listener (HTTP/1.0 clients and the like).
-  const compat = await request(`http://127.0.0.1:${proxy.role.door.compatPort}/js/@acme%2flib`, { method: 'PUT', body, headers: { 'content-type': 'application/json' } })
+  const compat = await request(`http://127.0.0.1:${proxy.role.door.compatPort}/js/@acme%2flib`, { method: 'PUT', body, headers: { 'content-type': 'application/json', authorization: `Bearer ${EDGE_TOKEN}` } })
   t.equal(compat.statusCode, 201)
   await compat.body.dump()
   t.equal(target.received.length, 2)
@@ -65,6 +69,7 @@ t.test('the route relays the body as sent, keyed on the route name, with the tar
 t.test('the body is charged to the memory gate while in flight, and released after', async (t) => {
   const target = await startTarget(t)
   const proxy = await startTestProxy(t, {
+    edgeToken: EDGE_TOKEN,
     document: { mounts: { js: { ...OFFLINE_JS_MOUNT.js, publish: { target: target.url, scopes: ['@acme'] } } } },
   })
   const body = Buffer.from(bytesOf(publishDocument({ name: '@acme/slow', tarball: Buffer.alloc(600_000, 1) })))
@@ -77,7 +82,7 @@ t.test('the body is charged to the memory gate while in flight, and released aft
     socket.on('data', (chunk) => { text += chunk.toString('latin1'); if (text.includes('\r\n\r\n') && text.endsWith('}')) resolve(text) })
     socket.on('close', () => resolve(text))
   })
-  socket.write(`PUT /js/@acme%2fslow HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.byteLength}\r\n\r\n`)
+  socket.write(`PUT /js/@acme%2fslow HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${EDGE_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.byteLength}\r\n\r\n`)
   socket.write(body.subarray(0, half))
   // The entry step (1 MiB) plus what has arrived: polled, since arrival is the kernel's business.
   while (charged(proxy) < 1024 * 1024 + half) await new Promise((resolve) => setTimeout(resolve, 20))
@@ -93,6 +98,7 @@ t.test('a target that does not answer: 503 with Retry-After', async (t) => {
   const target = await startTarget(t)
   await new Promise<void>((resolve) => target.server.close(() => resolve()))
   const proxy = await startTestProxy(t, {
+    edgeToken: EDGE_TOKEN,
     document: { mounts: { js: { ...OFFLINE_JS_MOUNT.js, publish: { target: target.url, scopes: ['@acme'] } } } },
   })
   const res = await proxy.fetch('PUT', '/js/@acme%2flib', { body: bytesOf(publishDocument({ name: '@acme/lib' })), headers: { 'content-type': 'application/json' } })
@@ -104,6 +110,7 @@ t.test('a target that does not answer: 503 with Retry-After', async (t) => {
 t.test('a one-version unpublish PUT to -rev and a package DELETE answer 501 without reaching the target', async (t) => {
   const target = await startTarget(t)
   const proxy = await startTestProxy(t, {
+    edgeToken: EDGE_TOKEN,
     document: { mounts: { js: { ...OFFLINE_JS_MOUNT.js, publish: { target: target.url, scopes: ['@acme'] } } } },
   })
   const doc = publishDocument({ name: '@acme/lib' })
@@ -121,12 +128,13 @@ t.test('a one-version unpublish PUT to -rev and a package DELETE answer 501 with
 t.test('a client that goes away mid-body: every charge returns, nothing reaches the target', async (t) => {
   const target = await startTarget(t)
   const proxy = await startTestProxy(t, {
+    edgeToken: EDGE_TOKEN,
     document: { mounts: { js: { ...OFFLINE_JS_MOUNT.js, publish: { target: target.url, scopes: ['@acme'] } } } },
   })
   const body = Buffer.from(bytesOf(publishDocument({ name: '@acme/gone', tarball: Buffer.alloc(400_000, 2) })))
   const socket = connect(proxy.port, '127.0.0.1')
   t.teardown(() => socket.destroy())
-  socket.write(`PUT /js/@acme%2fgone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.byteLength}\r\n\r\n`)
+  socket.write(`PUT /js/@acme%2fgone HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${EDGE_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.byteLength}\r\n\r\n`)
   socket.write(body.subarray(0, 100_000))
   while (charged(proxy) < 1024 * 1024 + 100_000) await new Promise((resolve) => setTimeout(resolve, 20))
   socket.destroy()

@@ -5,11 +5,13 @@
  * time, the whole exposition compared before and after.
  */
 import t from 'tap'
+import { DredgerCounters } from '../../engine/dredger/dredger-counters.js'
 import { request } from 'undici'
 import { MetadataCache, selectedVersionKey } from '../../engine/cache/metadata-cache.js'
 import { AdmissionGate } from '../../engine/memory/gate.js'
 import { MiB } from '../../engine/memory/plan.js'
 import { MirrorCounters } from '../../engine/mirror/mirror-counters.js'
+import { PublishCounters } from '../../engine/publish/publish-counters.js'
 import { startTelemetry } from '../../engine/telemetry/otel-telemetry.js'
 import { CredentialCounters } from '../../engine/upstream/credentials/credential-counters.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
@@ -46,6 +48,10 @@ t.test('one cause, one move', async (t) => {
   const databaseAges: Record<string, number> = {}
   const clock = new ManualClock()
   const credentials = new CredentialCounters(clock)
+  const publish = new PublishCounters()
+  const enqueue = { sent: 0, deduplicated: 0, dropped: 0, failed: 0, buffered: 0 }
+  const queueStats = { jobs: 0, refusedTooLarge: 0, droppedFull: 0, droppedAtReplay: 0, deadLettersDropped: 0 }
+  const dredger = new DredgerCounters()
 
   const port = await freePort()
   const telemetry = await startTelemetry({
@@ -64,12 +70,18 @@ t.test('one cause, one move', async (t) => {
     'service.advisory.source.age.seconds': { ...ages },
     'service.advisory.database.age.seconds': { ...databaseAges },
     'service.credential': credentials.snapshot(),
+    'service.publish': publish.snapshot(),
+    'service.mirror.enqueue': { ...enqueue },
+    'service.mirror.queue': { ...queueStats },
+    'service.dredger.removals': dredger.snapshot(),
   }))
   const scrape = async (): Promise<Map<string, number>> => samples(await (await request(`http://127.0.0.1:${port}/metrics`)).body.text())
 
   let before = await scrape()
   t.same(changes(before, await scrape()), {}, 'nothing happened, nothing moves')
   t.equal(before.get('service_credential_refresh_total{provider="managedRepo",result="failure"}'), 0, 'credential refresh series exist from boot')
+  t.equal(before.get('service_publish_total{result="relayed",reason="2xx"}'), 0, 'publish series exist from boot')
+  t.equal(before.get('service_publish_total{result="refused",reason="PUBLISH_SHADOWS_PUBLIC"}'), 0)
 
   const key = selectedVersionKey('js', 'left-pad', 'left-pad-1.3.0.tgz')
   const load = async () => ({ tarball: 'https://upstream.test/left-pad-1.3.0.tgz' })
@@ -134,7 +146,33 @@ t.test('one cause, one move', async (t) => {
   t.same(changes(before, after), { 'service_credential_token_ttl_seconds{provider="managedRepo"}': [90, 0] }, 'an expired credential reads zero')
 
   before = after
+  publish.relayed(201)
+  publish.refused('PUBLISH_OUTSIDE_SCOPES')
+  publish.refused('EDGE_UNAUTHORIZED')
+  after = await scrape()
+  t.same(changes(before, after), {
+    'service_publish_total{result="relayed",reason="2xx"}': [0, 1],
+    'service_publish_total{result="refused",reason="PUBLISH_OUTSIDE_SCOPES"}': [0, 1],
+    'service_publish_total{result="refused",reason="EDGE_UNAUTHORIZED"}': [undefined, 1],
+  }, 'a relayed publish by status class, refusals by code (an unlisted code gets its series when it happens)')
+
+  before = after
   fetchErrors.increment('timeout')
   after = await scrape()
   t.same(changes(before, after), { 'service_upstream_fetch_errors_total{cause="timeout"}': [0, 1] }, 'an upstream fetch error by cause')
+
+  t.equal(after.get('service_mirror_enqueue_total{outcome="dropped"}'), 0, 'enqueue series exist from boot')
+  t.equal(after.get('service_dredger_removals_total{inventory="private_cache",result="withheld_by_cap"}'), 0, 'removal series exist from boot')
+  before = after
+  enqueue.dropped++
+  queueStats.refusedTooLarge++
+  queueStats.jobs = 3
+  dredger.record('mirror_target', 'removed')
+  after = await scrape()
+  t.same(changes(before, after), {
+    'service_mirror_enqueue_total{outcome="dropped"}': [0, 1],
+    'service_mirror_queue_dropped_total{reason="too_large"}': [0, 1],
+    'service_mirror_queue_jobs': [0, 3],
+    'service_dredger_removals_total{inventory="mirror_target",result="removed"}': [0, 1],
+  }, 'a dropped enqueue, a job the queue refused, the pending count, a Dredger removal')
 })

@@ -1,8 +1,9 @@
 /**
  * OTLP push (SPEC.md 6.3, issue 15) to a receiver on 127.0.0.1 that decodes
- * the real OTLP/HTTP JSON payloads (the protobuf-JSON mapping of the OTel
- * proto definitions: resourceMetrics / resourceSpans / resourceLogs):
- * metrics, traces and logs arrive with the resolved identity and the
+ * the real OTLP/HTTP protobuf payloads (the exporters' default) with the
+ * OpenTelemetry proto definitions (test/helpers/otlp-protobuf.ts, protobufjs
+ * over the vendored .proto files): metrics, traces and logs arrive with the
+ * resolved identity, the cloud identity from the environment and the
  * resource-attribute caps applied; `traceparent` goes to the private leg and
  * never to the public one; a failing collector is one warn per outage and
  * one info on recovery.
@@ -17,6 +18,7 @@ import { startTelemetry } from '../../engine/telemetry/otel-telemetry.js'
 import { RESOURCE_CAP_WARNING } from '../../engine/telemetry/resource-attributes.js'
 import { resolveIdentity } from '../../engine/log/identity.js'
 import { TraceContext } from '../../engine/telemetry/trace-context.js'
+import { decodeOtlp, signalOf } from '../helpers/otlp-protobuf.js'
 
 interface KeyValue { key: string; value: { stringValue?: string; intValue?: string | number; doubleValue?: number } }
 interface Received { path: string; headers: IncomingMessage['headers']; body: Record<string, unknown> }
@@ -44,8 +46,10 @@ function attributes(list: KeyValue[] | undefined): Record<string, string | numbe
 t.test('metrics, traces and logs reach the collector with identity and caps', async (t) => {
   const received: Received[] = []
   const collector = await listen(t, (req, body) => {
-    t.equal(req.headers['content-type'], 'application/json', 'OTLP/HTTP JSON')
-    received.push({ path: req.url ?? '', headers: req.headers, body: JSON.parse(body.toString('utf8')) as Record<string, unknown> })
+    t.equal(req.headers['content-type'], 'application/x-protobuf', 'OTLP/HTTP protobuf, the default')
+    const signal = signalOf(req.url ?? '')
+    if (signal === undefined) { t.fail(`unexpected path ${req.url}`); return 404 }
+    received.push({ path: req.url ?? '', headers: req.headers, body: decodeOtlp(signal, body) })
     return 200
   })
   const seenByUpstream: { leg: string; traceparent: string | undefined }[] = []
@@ -57,8 +61,11 @@ t.test('metrics, traces and logs reach the collector with identity and caps', as
     OTEL_SERVICE_NAME: 'loses-to-vendor',
     VENDOR_ENV: 'staging',
     OTEL_EXPORTER_OTLP_ENDPOINT: collector.origin,
-    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=s3cret',
+    // Cloud Run, as its environment says (cloud-detector.ts): detected without asking a metadata server.
+    GOOGLE_CLOUD_PROJECT: 'acme-prod',
+    K_SERVICE: 'registry-proxy',
+    K_REVISION: 'registry-proxy-00042-abc',
     OTEL_RESOURCE_ATTRIBUTES: `team=registry,huge=${'x'.repeat(5000)}`,
     OTEL_METRIC_EXPORT_INTERVAL: '600000',
   }
@@ -106,6 +113,10 @@ t.test('metrics, traces and logs reach the collector with identity and caps', as
     t.equal(resource['team'], 'registry', 'the operator attribute that fits')
     t.notOk('huge' in resource, 'the attribute over the cap is left out')
     t.ok(typeof resource['host.name'] === 'string', 'host detection')
+    t.equal(resource['cloud.provider'], 'gcp', 'cloud identity from the environment')
+    t.equal(resource['cloud.platform'], 'gcp_cloud_run')
+    t.equal(resource['cloud.account.id'], 'acme-prod')
+    t.equal(resource['faas.name'], 'registry-proxy')
   }
 
   type Metric = { name: string; unit?: string; gauge?: { dataPoints: { asInt?: string | number; asDouble?: number }[] }; sum?: { isMonotonic?: boolean; dataPoints: { asInt?: string | number; asDouble?: number }[] }; histogram?: { dataPoints: { count: string | number; attributes: KeyValue[] }[] } }

@@ -29,7 +29,8 @@
  *   96  u32    ref of the heap
  *   100 u32    ref of Str: OSV source as host:port
  *   104 u32    ref of Str: OSV source URL without userinfo, query, fragment
- *   108 u8[20] reserved, 0
+ *   108 u32    format 2: ref of the Details section, 0 = none (format 1: reserved, 0)
+ *   112 u8[16] reserved, 0
  *
  * Package index: P entries of 16 bytes, sorted by the raw UTF-8 bytes of the
  * name (unsigned byte order, shorter prefix first), for binary search:
@@ -55,10 +56,25 @@
  *   Key            u16 key length, key bytes
  *   Advisory       f64 highest EPSS over its CVEs (NaN: none), Str id,
  *                  u32 CVE count C, C x Str CVE id
+ *
+ * Details section (format 2, optional: what `npm audit`'s bulk answer needs
+ * beyond the lookup, engine/advisory/artifact/advisory-details.ts):
+ *   u32 advisory count (= A), A x u32 ref of an AdvisoryDetails,
+ *   u32 package count (= P), P x u32 ref of a RangeTexts
+ *   AdvisoryDetails  Str title, Str url, u8 severity (SEVERITY_CODES),
+ *                    u8[3] reserved 0, f64 CVSS v3 base score (NaN: none),
+ *                    Str CVSS vector (empty: none), u32 CWE count W, W x Str
+ *   RangeTexts       E x u32 ref of Str, parallel to the package's entries:
+ *                    the affected versions of that advisory for that package
+ *                    as a semver range (`<4.17.21`, `>=1.0.0 <1.2.3 || 2.0.0`)
+ *
+ * A format 1 artifact has no details section; readers open both.
  */
 
 export const MAGIC = Uint8Array.of(0x4f, 0x53, 0x56, 0x41, 0x44, 0x42, 0x0d, 0x0a) // "OSVADB\r\n"
-export const FORMAT_VERSION = 1
+/** What the writer writes; the reader opens every version in READABLE_FORMAT_VERSIONS. */
+export const FORMAT_VERSION = 2
+export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2]
 export const HEADER_SIZE = 128
 /** Bytes [CHECKSUM_FROM, total) are covered by the SHA-256 at offset 16. */
 export const CHECKSUM_FROM = 48
@@ -79,6 +95,8 @@ export const H_ADVISORY_INDEX = 92
 export const H_HEAP = 96
 export const H_OSV_SOURCE = 100
 export const H_OSV_SOURCE_URL = 104
+/** Format 2: ref of the details section, 0 when absent. */
+export const H_DETAILS = 108
 
 export const PACKAGE_ENTRY_SIZE = 16
 export const ENTRY_SIZE = 8
@@ -95,3 +113,6 @@ export const FLAG_REMEDIATES = 0x02
 
 export const ECOSYSTEM_CODES = { js: 0, py: 1 } as const
 export const EPSS_STATUS_CODES = { none: 0, available: 1, unavailable: 2 } as const
+
+/** Severity as npm's bulk advisory answer spells it; 0 = not recorded. */
+export const SEVERITY_CODES = { low: 1, moderate: 2, high: 3, critical: 4 } as const

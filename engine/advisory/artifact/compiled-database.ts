@@ -20,7 +20,7 @@
  */
 import { createHash } from 'node:crypto'
 import { ServiceError } from '../../errors.js'
-import type { AdvisoryDatabase, AdvisoryMatch, AdvisoryMetadata, Ecosystem } from './database.js'
+import type { AdvisoryDatabase, AdvisoryMatch, AdvisoryMetadata, AdvisoryReport, AdvisorySeverity, Ecosystem } from './database.js'
 import * as F from './artifact-format.js'
 import { packageKey } from './osv-record.js'
 import { KeyWriter, writeRawKey, writeVersionKey } from './version-key.js'
@@ -36,6 +36,8 @@ interface Header {
   readonly packageCount: number
   readonly advisoryIndex: number
   readonly advisoryCount: number
+  /** Ref of the details section (format 2), 0 when absent. */
+  readonly details: number
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: false })
@@ -54,7 +56,7 @@ function validate(u8: Uint8Array, checksum: boolean): Header {
   const view = new DataView(u8.buffer, u8.byteOffset, u8.byteLength)
   const u32 = (at: number): number => view.getUint32(at, true)
   const version = u32(F.H_FORMAT_VERSION)
-  if (version !== F.FORMAT_VERSION) throw invalid(`unsupported format version ${version}`)
+  if (!F.READABLE_FORMAT_VERSIONS.includes(version)) throw invalid(`unsupported format version ${version}`)
   if (u32(F.H_TOTAL_LENGTH) !== total) throw invalid('length does not match the header (truncated or padded)')
   if (checksum) {
     const digest = createHash('sha256').update(u8.subarray(F.CHECKSUM_FROM)).digest()
@@ -154,6 +156,35 @@ function validate(u8: Uint8Array, checksum: boolean): Header {
     }
   }
 
+  // Format 2: the optional details section, walked like the rest.
+  const details = version >= 2 ? u32(F.H_DETAILS) : 0
+  if (details !== 0) {
+    within(details, 4, 'details section')
+    if (u32(details) !== advisoryCount) throw invalid('details count does not match the advisory count')
+    within(details + 4, advisoryCount * 4 + 4, 'details index')
+    for (let i = 0; i < advisoryCount; i++) {
+      let p = skipStr(u32(details + 4 + i * 4), 'advisory title')
+      p = skipStr(p, 'advisory url')
+      within(p, 12, 'advisory severity and score')
+      if (view.getUint8(p) > F.SEVERITY_CODES.critical) throw invalid('unknown severity')
+      p = skipStr(p + 12, 'cvss vector')
+      within(p, 4, 'cwe count')
+      const n = u32(p)
+      p += 4
+      if (n > (total - p) / 4) throw invalid('cwe count out of bounds')
+      for (let c = 0; c < n; c++) p = skipStr(p, 'cwe id')
+    }
+    const ranges = details + 4 + advisoryCount * 4
+    if (u32(ranges) !== packageCount) throw invalid('range text count does not match the package count')
+    within(ranges + 4, packageCount * 4, 'range text index')
+    for (let i = 0; i < packageCount; i++) {
+      const entryCount = u32(packageIndex + i * F.PACKAGE_ENTRY_SIZE + 12)
+      const ref = u32(ranges + 4 + i * 4)
+      within(ref, entryCount * 4, 'range texts')
+      for (let e = 0; e < entryCount; e++) skipStr(u32(ref + e * 4), 'range text')
+    }
+  }
+
   const date = (at: number): Date | undefined => {
     const ms = view.getFloat64(at, true)
     return Number.isFinite(ms) ? new Date(ms) : undefined
@@ -170,7 +201,7 @@ function validate(u8: Uint8Array, checksum: boolean): Header {
     epssStatus: epssCode === F.EPSS_STATUS_CODES.available ? 'available' : epssCode === F.EPSS_STATUS_CODES.unavailable ? 'unavailable' : undefined,
     rowCount: u32(F.H_ROW_COUNT),
   })
-  return { ecosystem, metadata, packageIndex, packageCount, advisoryIndex, advisoryCount }
+  return { ecosystem, metadata, packageIndex, packageCount, advisoryIndex, advisoryCount, details }
 }
 
 /**
@@ -199,6 +230,9 @@ interface PackageTable {
 }
 
 const NONE: readonly AdvisoryMatch[] = Object.freeze([])
+const NO_REPORTS: readonly AdvisoryReport[] = Object.freeze([])
+/** By severity code (artifact-format.ts SEVERITY_CODES); 0 is not recorded. */
+const SEVERITIES: readonly (AdvisorySeverity | undefined)[] = [undefined, 'low', 'moderate', 'high', 'critical']
 
 /** Cells x entries a table may hold; a larger package is evaluated entry by entry. */
 const TABLE_WORK_LIMIT = 250_000
@@ -310,6 +344,65 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
     this.#remediating = remediating
     this.#resolvedName = name
     this.#resolvedVersion = version
+  }
+
+  report(name: string, versions: readonly string[]): readonly AdvisoryReport[] {
+    const hits = new Map<string, string[]>()
+    for (const version of versions) {
+      for (const m of this.affecting(name, version)) {
+        const list = hits.get(m.id)
+        if (list === undefined) hits.set(m.id, [version])
+        else if (!list.includes(version)) list.push(version)
+      }
+    }
+    if (hits.size === 0) return NO_REPORTS
+    const pkg = this.#findPackage(name)
+    const at = this.#header.packageIndex + pkg * F.PACKAGE_ENTRY_SIZE
+    const entries = this.#u32(at + 8)
+    const count = this.#u32(at + 12)
+    const out: AdvisoryReport[] = []
+    for (let e = 0; e < count; e++) {
+      const advisory = this.#u32(entries + e * F.ENTRY_SIZE)
+      const match = this.#match(advisory)
+      const affected = hits.get(match.id)
+      if (affected === undefined) continue
+      hits.delete(match.id)
+      out.push({ id: match.id, cves: match.cves, ...this.#details(advisory), vulnerableVersions: this.#rangeText(pkg, e), affectedVersions: affected })
+    }
+    return out
+  }
+
+  /** An advisory's details (format 2), or nothing recorded. */
+  #details(advisory: number): Pick<AdvisoryReport, 'title' | 'url' | 'severity' | 'cwe' | 'cvss'> {
+    const section = this.#header.details
+    if (section === 0) return { title: undefined, url: undefined, severity: undefined, cwe: [], cvss: undefined }
+    let p = this.#u32(section + 4 + advisory * 4)
+    const title = this.#str(p)
+    p += 4 + this.#u32(p)
+    const url = this.#str(p)
+    p += 4 + this.#u32(p)
+    const severity = SEVERITIES[this.#view.getUint8(p)]
+    const score = this.#view.getFloat64(p + 4, true)
+    p += 12
+    const vector = this.#str(p)
+    p += 4 + this.#u32(p)
+    const n = this.#u32(p)
+    p += 4
+    const cwe: string[] = []
+    for (let i = 0; i < n; i++) {
+      cwe.push(this.#str(p))
+      p += 4 + this.#u32(p)
+    }
+    return { title, url, severity, cwe, cvss: Number.isNaN(score) || vector === '' ? undefined : { score, vectorString: vector } }
+  }
+
+  /** The range text of entry `e` of package `pkg` (format 2), undefined when not recorded. */
+  #rangeText(pkg: number, e: number): string | undefined {
+    const section = this.#header.details
+    if (section === 0) return undefined
+    const ranges = section + 4 + this.#header.advisoryCount * 4
+    const text = this.#str(this.#u32(this.#u32(ranges + 4 + pkg * 4) + e * 4))
+    return text === '' ? undefined : text
   }
 
   #u32(at: number): number { return this.#view.getUint32(at, true) }

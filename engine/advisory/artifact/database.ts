@@ -46,6 +46,28 @@ export interface AdvisoryMetadata {
   readonly rowCount: number
 }
 
+/** Severity as npm's audit answer spells it. */
+export type AdvisorySeverity = 'low' | 'moderate' | 'high' | 'critical'
+
+/**
+ * One advisory of one package as `npm audit` shows it (the artifact's
+ * details section, format 2). Fields an artifact does not record (format 1,
+ * or a record that says nothing) are undefined.
+ */
+export interface AdvisoryReport {
+  readonly id: string
+  readonly cves: readonly string[]
+  readonly title: string | undefined
+  readonly url: string | undefined
+  readonly severity: AdvisorySeverity | undefined
+  readonly cwe: readonly string[]
+  readonly cvss: { readonly score: number; readonly vectorString: string } | undefined
+  /** Every affected version of the package as a semver range, when recorded. */
+  readonly vulnerableVersions: string | undefined
+  /** Which of the versions asked about it affects (at least one). */
+  readonly affectedVersions: readonly string[]
+}
+
 export interface AdvisoryDatabase {
   readonly ecosystem: Ecosystem
   readonly metadata: AdvisoryMetadata
@@ -63,4 +85,10 @@ export interface AdvisoryDatabase {
    * itself affected by that advisory.
    */
   remediating(name: string, version: string): readonly AdvisoryMatch[]
+  /**
+   * The advisories that affect any of `versions` of `name`, with their
+   * details, in the package's entry order; absent on a database that keeps
+   * no details (test doubles).
+   */
+  report?(name: string, versions: readonly string[]): readonly AdvisoryReport[]
 }

@@ -2,8 +2,10 @@
  * Builds the compiled advisory artifact (byte format in artifact-format.ts)
  * from OSV records, one at a time, keeping only what lookups need: per
  * package and advisory the pre-normalised range events and explicit version
- * keys, per advisory its id and CVE ids. Range semantics are those of
- * osv-evaluate.ts, which tests hold this against.
+ * keys, per advisory its id and CVE ids, and (format 2) the details npm's
+ * audit answer shows (advisory-details.ts): title, url, severity, CWE, CVSS
+ * and the affected versions per package as a semver range. Range semantics
+ * are those of osv-evaluate.ts, which tests hold this against.
  */
 import { createHash } from 'node:crypto'
 import type { Ecosystem } from '../artifact/database.js'
@@ -13,6 +15,7 @@ import {
   type OsvRange, type OsvRecord,
 } from '../artifact/osv-record.js'
 import { compareBytes, KeyWriter, writeExactKey, writeVersionKey } from '../artifact/version-key.js'
+import { advisoryDetailsOf, vulnerableRangeText, type AdvisoryDetails } from '../artifact/advisory-details.js'
 
 interface EncodedEvent {
   readonly kind: number
@@ -24,11 +27,14 @@ interface PackageAdvisory {
   readonly ranges: EncodedEvent[][]
   /** Keys by their latin1 rendering, for deduplication. */
   readonly versions: Map<string, Uint8Array>
+  /** The affected versions as a semver range (details section); '' when none renders. */
+  rangeText: string
 }
 
 interface AdvisoryRow {
   readonly id: string
   readonly cves: readonly string[]
+  readonly details: AdvisoryDetails
 }
 
 export interface ArtifactBuildInput {
@@ -39,6 +45,11 @@ export interface ArtifactBuildInput {
   readonly epss: ReadonlyMap<string, number> | undefined
   readonly epssStatus: 'available' | 'unavailable'
   readonly epssScoreDate: Date | undefined
+}
+
+export interface ArtifactBuildOptions {
+  /** 2 (default) writes the details section; 1 writes the original format without it (compatibility tests). */
+  readonly formatVersion?: 1 | 2
 }
 
 export interface ArtifactStats {
@@ -121,7 +132,7 @@ export class ArtifactBuilder {
       }
       if (ranges.length === 0 && versions.size === 0) continue
       const existing = perPackage.get(name)
-      if (existing === undefined) perPackage.set(name, { ranges, versions })
+      if (existing === undefined) perPackage.set(name, { ranges, versions, rangeText: '' })
       else {
         existing.ranges.push(...ranges)
         for (const [k, v] of versions) existing.versions.set(k, v)
@@ -129,8 +140,9 @@ export class ArtifactBuilder {
     }
     if (perPackage.size === 0) return false
     const index = this.#advisories.length
-    this.#advisories.push({ id: record.id as string, cves: cveIds(record) })
+    this.#advisories.push({ id: record.id as string, cves: cveIds(record), details: advisoryDetailsOf(record) })
     for (const [name, pa] of perPackage) {
+      pa.rangeText = vulnerableRangeText(this.#ecosystem, record, name)
       let byAdvisory = this.#packages.get(name)
       if (byAdvisory === undefined) this.#packages.set(name, (byAdvisory = new Map()))
       byAdvisory.set(index, pa)
@@ -171,7 +183,8 @@ export class ArtifactBuilder {
     return out
   }
 
-  build(input: ArtifactBuildInput): Uint8Array {
+  build(input: ArtifactBuildInput, options: ArtifactBuildOptions = {}): Uint8Array {
+    const formatVersion = options.formatVersion ?? F.FORMAT_VERSION
     const w = new ByteWriter(F.HEADER_SIZE + 64 * 1024)
     w.skip(F.HEADER_SIZE)
     const names = [...this.#packages.keys()]
@@ -214,11 +227,13 @@ export class ArtifactBuilder {
       w.setU32(at + 12, matchRefs.length)
     })
 
+    const details = formatVersion === 1 ? 0 : this.#writeDetails(w, names.map((n) => n.name))
+
     const total = w.length
     const out = w.finish()
     const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
     out.set(F.MAGIC, 0)
-    view.setUint32(F.H_FORMAT_VERSION, F.FORMAT_VERSION, true)
+    view.setUint32(F.H_FORMAT_VERSION, formatVersion, true)
     view.setUint32(F.H_TOTAL_LENGTH, total, true)
     view.setUint8(F.H_ECOSYSTEM, F.ECOSYSTEM_CODES[this.#ecosystem])
     view.setUint8(F.H_EPSS_STATUS, F.EPSS_STATUS_CODES[input.epssStatus])
@@ -233,8 +248,36 @@ export class ArtifactBuilder {
     view.setUint32(F.H_HEAP, heap, true)
     view.setUint32(F.H_OSV_SOURCE, osvSourceRef, true)
     view.setUint32(F.H_OSV_SOURCE_URL, osvSourceUrlRef, true)
+    view.setUint32(F.H_DETAILS, details, true)
     out.set(createHash('sha256').update(out.subarray(F.CHECKSUM_FROM)).digest(), F.H_CHECKSUM)
     return out
+  }
+
+  /** The details section (artifact-format.ts); its ref. Range texts follow each package's entries in the same order. */
+  #writeDetails(w: ByteWriter, names: readonly string[]): number {
+    const detailRefs = this.#advisories.map(({ details: d }) => {
+      const ref = w.str(d.title)
+      w.str(d.url)
+      w.u8(d.severity === undefined ? 0 : F.SEVERITY_CODES[d.severity])
+      w.u8(0); w.u8(0); w.u8(0)
+      w.f64(d.cvss?.score ?? Number.NaN)
+      w.str(d.cvss?.vectorString ?? '')
+      w.u32(d.cwe.length)
+      for (const c of d.cwe) w.str(c)
+      return ref
+    })
+    const rangeRefs = names.map((name) => {
+      const texts = [...(this.#packages.get(name) as Map<number, PackageAdvisory>).values()].map((pa) => w.str(pa.rangeText))
+      const ref = w.length
+      for (const t of texts) w.u32(t)
+      return ref
+    })
+    const section = w.length
+    w.u32(detailRefs.length)
+    for (const r of detailRefs) w.u32(r)
+    w.u32(rangeRefs.length)
+    for (const r of rangeRefs) w.u32(r)
+    return section
   }
 
   #writeMatch(w: ByteWriter, pa: PackageAdvisory): number {

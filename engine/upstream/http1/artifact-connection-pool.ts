@@ -37,6 +37,7 @@ import type { ArtifactResponse } from './artifact-response.js'
 import { ArtifactExchange, StaleConnection, badResponse, type ArtifactTimeouts } from './artifact-exchange.js'
 import { ArtifactConnection, type ArtifactConnectionOwner } from './artifact-connection.js'
 import { HEADER_NAME } from './head-parser.js'
+import { artifactRequest, type ArtifactClientRequest } from '../../telemetry/artifact-client-channel.js'
 
 const CONTROL = /[\r\n\0]/
 
@@ -90,22 +91,26 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
       if (!HEADER_NAME.test(name) || CONTROL.test(value)) throw badResponse(upstream, 'invalid request header')
       lines.push(`${name}: ${value}`)
     }
+    // Telemetry (engine/telemetry/artifact-client-channel.ts): undefined, and nothing allocated, when off.
+    const traced = artifactRequest(url.origin, request.method)
+    if (traced?.added !== undefined) lines.push(...traced.added)
     const text = `${lines.join('\r\n')}\r\n\r\n`
     for (let attempt = 0; ; attempt++) {
       // A retry after a stale keep-alive connection takes a fresh one.
       const idle = attempt === 0 ? this.#takeIdle(url.origin) : undefined
       try {
         const conn = idle ?? await this.#connect(url, request.signal)
-        return await this.#exchange(conn, text, request, upstream)
+        return await this.#exchange(conn, text, request, upstream, traced)
       } catch (err) {
         if (err instanceof StaleConnection && attempt === 0 && request.signal?.aborted !== true) continue
-        if (err instanceof StaleConnection) throw badResponse(upstream, 'connection closed before a response')
-        throw err
+        const failure = err instanceof StaleConnection ? badResponse(upstream, 'connection closed before a response') : err
+        traced?.fail(failure)
+        throw failure
       }
     }
   }
 
-  #exchange(conn: ArtifactConnection, text: string, request: ArtifactRequest, upstream: string): Promise<ArtifactResponse> {
+  #exchange(conn: ArtifactConnection, text: string, request: ArtifactRequest, upstream: string, traced: ArtifactClientRequest | undefined): Promise<ArtifactResponse> {
     const signal = request.signal
     return new Promise<ArtifactResponse>((resolve, reject) => {
       let onAbort: (() => void) | undefined
@@ -122,7 +127,7 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
         }
         resolve(result)
       }
-      exchange = new ArtifactExchange(conn, request.method, upstream, this.#options.timeouts, settleHead)
+      exchange = new ArtifactExchange(conn, request.method, upstream, this.#options.timeouts, settleHead, traced)
       if (signal !== undefined) {
         if (signal.aborted) { exchange.abort(); reject(signal.reason); return }
         onAbort = () => { exchange?.abort(); reject(signal.reason) }

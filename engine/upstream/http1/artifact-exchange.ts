@@ -13,6 +13,7 @@ import { ArtifactBody, type ArtifactBodySource, type ArtifactSink } from './arti
 import { ResponseHeadReader, parseResponseHead } from './head-parser.js'
 import { BodyFraming } from './body-framing.js'
 import type { ExchangeConnection, ResponseReader } from './exchange-contract.js'
+import type { ArtifactClientRequest } from '../../telemetry/artifact-client-channel.js'
 
 export interface ArtifactTimeouts {
   readonly connectMs: number
@@ -43,6 +44,8 @@ export class ArtifactExchange implements ArtifactBodySource, ResponseReader {
    * continue later.
    */
   readonly #settleHead: (response: ArtifactResponse | Error) => void
+  /** The request as telemetry sees it; undefined with telemetry off. */
+  readonly #traced: ArtifactClientRequest | undefined
   readonly #headReader = new ResponseHeadReader()
   readonly #framing = new BodyFraming()
   #headDone = false
@@ -59,8 +62,9 @@ export class ArtifactExchange implements ArtifactBodySource, ResponseReader {
   #timer: NodeJS.Timeout | undefined
   #timerKind: 'headers' | 'idle' | 'paused' | undefined
 
-  constructor(conn: ExchangeConnection, method: string, upstream: string, timeouts: ArtifactTimeouts, settleHead: (r: ArtifactResponse | Error) => void) {
+  constructor(conn: ExchangeConnection, method: string, upstream: string, timeouts: ArtifactTimeouts, settleHead: (r: ArtifactResponse | Error) => void, traced?: ArtifactClientRequest) {
     this.#conn = conn
+    this.#traced = traced
     this.#method = method
     this.#upstream = upstream
     this.#timeouts = timeouts
@@ -179,9 +183,11 @@ export class ArtifactExchange implements ArtifactBodySource, ResponseReader {
     this.#keepAlive = head.minor === '1' && !/(^|,)\s*close\s*(,|$)/.test(connection)
     const hint = /timeout=(\d+)/.exec(headers['keep-alive'] ?? '')
     if (hint !== null) this.#keepAliveHintMs = Number(hint[1]) * 1000
+    this.#traced?.response(code)
     if (this.#framing.state === 'done') {
       // Bodiless: HEAD, 204 or 304.
       this.#disarm()
+      this.#traced?.end()
       this.#settleHead({ statusCode: code, headers: pickSafeHeaders(headers), body: null })
       return
     }
@@ -198,6 +204,7 @@ export class ArtifactExchange implements ArtifactBodySource, ResponseReader {
     const sink = this.#sink
     const body = this.#body
     this.#finish()
+    this.#traced?.end()
     if (sink !== undefined) sink.end()
     else body?.push(null)
   }
@@ -229,6 +236,7 @@ export class ArtifactExchange implements ArtifactBodySource, ResponseReader {
       return
     }
     const failure = error instanceof ServiceError ? error : transportFailure(error, this.#upstream).error
+    this.#traced?.fail(failure)
     const sink = this.#sink
     this.#sink = undefined
     sink?.error(failure)
@@ -263,6 +271,7 @@ export class ArtifactExchange implements ArtifactBodySource, ResponseReader {
   abort(): void {
     if (this.#finished) return
     this.#finished = true
+    this.#traced?.fail()
     this.#sink = undefined
     this.#disarm()
     this.#conn.destroy()

@@ -1,0 +1,118 @@
+/**
+ * DenyIfTrustDowngrade and DenyIfInstallScriptAdded through the built proxy
+ * (issue 17 item 6), against a scripted https upstream serving fixture
+ * histories: the packument withholds the versions, the artifact route
+ * refuses the same versions (gating from the selected-version record, with
+ * no document), with a 403 sentence naming the cause, the why route answers
+ * the decision with the facts it read, and the mount is ready at once (these
+ * rules read no advisory database).
+ */
+import t from 'tap'
+import { makeTestCa } from '../../bench/peers/tls.js'
+import { startMisbehavingUpstream } from '../peers/misbehaving-upstream.js'
+import { startTestProxy } from '../helpers/proxy.js'
+
+const HOUR = 3_600_000
+const DAY = 24 * HOUR
+
+function manifest(origin: string, name: string, version: string, extra: Record<string, unknown> = {}, dist: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name,
+    version,
+    dist: {
+      integrity: `sha512-${Buffer.from(`${name}@${version}`.padEnd(64, '.')).toString('base64')}`,
+      shasum: '0123456789abcdef0123456789abcdef01234567',
+      tarball: `${origin}/${name}/-/${name}-${version}.tgz`,
+      ...dist,
+    },
+    ...extra,
+  }
+}
+
+t.test('history gates through the proxy', async (t) => {
+  const ca = await makeTestCa()
+  t.teardown(() => ca.remove())
+  const upstream = await startMisbehavingUpstream({ tls: ca })
+  t.teardown(() => upstream.stop())
+  const now = Date.now()
+  const at = (ms: number): string => new Date(now - ms).toISOString()
+  const provenance = { attestations: { url: `${upstream.origin}/attestations`, provenance: { predicateType: 'https://slsa.dev/provenance/v1' } } }
+  upstream.script('/prov-pkg', {
+    kind: 'respond',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name: 'prov-pkg',
+      'dist-tags': { latest: '1.2.0' },
+      versions: {
+        '1.0.0': manifest(upstream.origin, 'prov-pkg', '1.0.0'),
+        '1.1.0': manifest(upstream.origin, 'prov-pkg', '1.1.0', {}, provenance),
+        '1.2.0': manifest(upstream.origin, 'prov-pkg', '1.2.0'),
+      },
+      time: { created: at(40 * DAY), modified: at(10 * DAY), '1.0.0': at(30 * DAY), '1.1.0': at(20 * DAY), '1.2.0': at(10 * DAY) },
+    }),
+  })
+  upstream.script('/script-pkg', {
+    kind: 'respond',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name: 'script-pkg',
+      'dist-tags': { latest: '1.1.0' },
+      versions: {
+        '1.0.0': manifest(upstream.origin, 'script-pkg', '1.0.0'),
+        '1.1.0': manifest(upstream.origin, 'script-pkg', '1.1.0', { scripts: { postinstall: 'node steal.js' } }),
+      },
+      time: { created: at(40 * DAY), modified: at(HOUR), '1.0.0': at(30 * DAY), '1.1.0': at(HOUR) },
+    }),
+  })
+
+  const proxy = await startTestProxy(t, {
+    document: {
+      mounts: {
+        js: {
+          upstreams: { public: { url: `${upstream.origin}/`, caFile: ca.caFile, allowInternalRanges: ['127.0.0.0/8'] } },
+          rules: [
+            { rule: 'DenyIfTrustDowngrade', packages: ['prov-*'] },
+            { rule: 'DenyIfInstallScriptAdded', seconds: 86_400 },
+            { rule: 'AllowIfOlderThan', seconds: 0 },
+          ],
+        },
+      },
+    },
+  })
+
+  const ready = await proxy.get('/readyz')
+  t.equal(ready.status, 200, 'ready at once: neither rule needs an advisory database')
+
+  for (const accept of ['application/json', 'application/vnd.npm.install-v1+json']) {
+    const prov = await proxy.get('/js/prov-pkg', { accept })
+    t.equal(prov.status, 200)
+    t.same(Object.keys((prov.json() as { versions: object }).versions).sort(), ['1.0.0', '1.1.0'], `${accept}: the downgrade 1.2.0 is withheld`)
+    const script = await proxy.get('/js/script-pkg', { accept })
+    t.same(Object.keys((script.json() as { versions: object }).versions), ['1.0.0'], `${accept}: the added postinstall is in quarantine`)
+  }
+
+  const downgraded = await proxy.get('/js/prov-pkg/-/prov-pkg-1.2.0.tgz')
+  t.equal(downgraded.status, 403, 'the artifact route refuses the same version')
+  t.match((downgraded.json() as { error: string }).error, /prov-pkg@1\.2\.0 is published with less trust than an earlier version.*1\.1\.0 with a provenance attestation/)
+  const added = await proxy.get('/js/script-pkg/-/script-pkg-1.1.0.tgz')
+  t.equal(added.status, 403)
+  t.match((added.json() as { error: string }).error, /adds an install script .* 1\.0\.0 did not have.*until /)
+
+  const why = await proxy.get('/js/-/why/prov-pkg/1.2.0')
+  t.equal(why.status, 200)
+  t.match(why.json(), {
+    verdict: 'deny',
+    rule: 'DenyIfTrustDowngrade',
+    ruleNumber: 1,
+    reason: 'trust_downgrade',
+    evidence: ['trust: no trust evidence', 'earlier: 1.1.0 with a provenance attestation'],
+    trust: 'none',
+    earlierTrust: { level: 'provenance', version: '1.1.0' },
+  })
+  const whyScript = await proxy.get('/js/-/why/script-pkg/1.1.0')
+  const answer = whyScript.json() as Record<string, unknown>
+  t.match(answer, { verdict: 'deny', rule: 'DenyIfInstallScriptAdded', ruleNumber: 2, installScript: true, installScriptAddedAfter: '1.0.0' })
+  t.equal(answer['admittedFrom'], new Date(Date.parse(at(HOUR)) + DAY).toISOString(), 'when the quarantine ends')
+  const whyAdmitted = await proxy.get('/js/-/why/script-pkg/1.0.0')
+  t.match(whyAdmitted.json(), { verdict: 'admit', rule: 'AllowIfOlderThan', installScript: false, installScriptAddedAfter: null })
+})
