@@ -51,11 +51,11 @@ async function mintCommand(dir: string, expiresIn: number, failAfter = Infinity)
   return { command: [script], mints: async () => Number((await readFile(counter, 'utf8')).trim()) }
 }
 
-t.test('one shared selfHosted credential: minted once at boot, sent to the private upstream and the publication target', async (t) => {
+t.test('one shared selfHosted credential: minted once at boot for both ecosystems, sent to each private upstream and the publication target', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'credential-wiring-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const mint = await mintCommand(dir, 3600)
-  const [privateUpstream, target] = await Promise.all([recorder(t, 404), recorder(t, 201)])
+  const [privateUpstream, target, privateIndex] = await Promise.all([recorder(t, 404), recorder(t, 201), recorder(t, 404)])
   const proxy = await startTestProxy(t, {
     edgeToken: EDGE_TOKEN,
     document: {
@@ -66,10 +66,14 @@ t.test('one shared selfHosted credential: minted once at boot, sent to the priva
           upstreams: { ...OFFLINE_JS_MOUNT.js.upstreams, private: { url: privateUpstream.url, credential: 'shared' } },
           publish: { target: target.url, credential: 'shared', scopes: ['@acme'] },
         },
+        py: {
+          upstreams: { public: { url: 'https://pypi.invalid/simple/' }, private: { url: `${privateIndex.url}simple/`, credential: 'shared' } },
+          rules: [{ rule: 'AllowIfOlderThan', seconds: 86400 }],
+        },
       },
     },
   })
-  t.equal(await mint.mints(), 1, 'minted once for both users')
+  t.equal(await mint.mints(), 1, 'minted once for every user, across the js and py mounts')
   t.same(proxy.role.metrics()['service.credential'], { refresh: {}, ttlSeconds: {} }, 'the eager construction mint emits nothing')
 
   await proxy.get('/js/@acme%2flib/-/lib-1.0.0.tgz')
@@ -78,6 +82,9 @@ t.test('one shared selfHosted credential: minted once at boot, sent to the priva
   const res = await proxy.fetch('PUT', '/js/@acme%2flib', { body: bytesOf(publishDocument({ name: '@acme/lib' })), headers: { 'content-type': 'application/json' } })
   t.equal(res.status, 201)
   t.equal(target.seen[0]?.authorization, 'Bearer minted-secret-1')
+  await proxy.get('/py/simple/demo/')
+  t.ok(privateIndex.seen.length >= 1, 'the py mount asked its private index')
+  for (const seen of privateIndex.seen) t.equal(seen.authorization, 'Bearer minted-secret-1', 'with the same minted token')
   t.equal(await mint.mints(), 1, 'cached while valid')
   t.notMatch(JSON.stringify(proxy.logger.records), /minted-secret/, 'no token in any log line')
 })
