@@ -61,6 +61,13 @@ export interface PackumentServiceOptions {
   readonly generation: () => number
   /** Decisions the main thread must see (outage tracking). */
   readonly observe: (outcome: PackumentOutcome, packageName: string) => void
+  /**
+   * Names the operator owns (inside `publish.scopes`): their public document
+   * is never read, so a public package of a first-party name can never be
+   * merged in (dependency confusion), not even while the private upstream is
+   * down: the answer then fails with the private side's error.
+   */
+  readonly ownsName?: (packageName: string) => boolean
   /** Codes an assembled body (in production a pool task); without it every answer is identity. */
   readonly compress?: (body: Uint8Array, coding: Exclude<ContentCoding, 'identity'>, signal: AbortSignal) => Promise<Uint8Array>
 }
@@ -146,7 +153,8 @@ export class PackumentService {
       if (client !== undefined) this.#o.cache.full.read()
       return fetchCharged(client, (c, options) => c.fetchDocument(request.packageName, options), request.admission, perByte, signal)
     }
-    const [priv, pub] = await Promise.all([fetchFrom(privateClient), fetchFrom(publicClient)])
+    const owned = this.#o.ownsName?.(request.packageName) === true
+    const [priv, pub] = await Promise.all([fetchFrom(privateClient), fetchFrom(owned ? undefined : publicClient)])
     const failures = [priv, pub].flatMap((f) => (f.kind === 'failed' ? [f.error] : []))
     const privateChunks = priv.kind === 'document' ? priv.chunks : undefined
     const publicChunks = pub.kind === 'document' ? pub.chunks : undefined

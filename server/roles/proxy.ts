@@ -151,10 +151,13 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     caches.push(cache)
     const dropped = new DroppedVersionRecord({ logger, ecosystem: 'js' })
     snapshots['service.packument.versions.dropped'] = () => dropped.snapshot()
+    // First-party names (inside publish.scopes) never take public versions: the dependency-confusion guard.
+    const ownedScopes = jsMount.publish?.scopes ?? []
     const service = new PackumentService({
       ecosystem: 'js',
       privateClient,
       publicClient,
+      ...(ownedScopes.length === 0 ? {} : { ownsName: (name: string) => scopeStanding(name, ownedScopes) !== 'outside' }),
       cache,
       clock,
       generation: () => policy.slot.generation,

@@ -44,7 +44,7 @@ t.test('publish relay through the proxy into Verdaccio', async (t) => {
             private: { url: priv.url },
             public: { url: pub.url, caFile: pub.caFile, allowInternalRanges: ['127.0.0.0/8'] },
           },
-          publish: { target: priv.url, token: targetToken, scopes: ['@acme', 'acme-tool', 'public-taken', 'acme-later'], maxBodyBytes: MAX_BODY },
+          publish: { target: priv.url, token: targetToken, scopes: ['@acme', 'acme-tool', 'public-taken', 'acme-later', 'acme-unread'], maxBodyBytes: MAX_BODY },
           rules: [{ rule: 'AllowIfOlderThan', seconds: 0 }],
         },
       },
@@ -153,6 +153,22 @@ t.test('publish relay through the proxy into Verdaccio', async (t) => {
     t.equal(held.versions['1.0.0'].deprecated, undefined, 'not deprecated')
   })
 
+  await t.test('an owned name never takes public versions (dependency confusion): not in the packument, not as an artifact', async (t) => {
+    // acme-tool 1.0.0 was published through the relay (above); someone publishes a higher acme-tool publicly afterwards.
+    await publishFixture(pub, { name: 'acme-tool', version: '9.9.9' })
+    const doc = await proxy.get('/js/acme-tool')
+    t.equal(doc.status, 200)
+    const body = doc.json() as { versions: Record<string, unknown>, 'dist-tags': Record<string, string> }
+    t.same(Object.keys(body.versions), ['1.0.0'], 'the public 9.9.9 is not merged in, though the rules would admit it')
+    t.equal(body['dist-tags']['latest'], '1.0.0')
+    const artifact = await proxy.get('/js/acme-tool/-/acme-tool-9.9.9.tgz')
+    t.equal(artifact.status, 404, 'nor served by file name')
+    await publishFixture(pub, { name: 'public-only', version: '1.0.0' })
+    const unowned = await proxy.get('/js/public-only')
+    t.equal(unowned.status, 200, 'a name outside the scopes still reads the public upstream')
+    t.same(Object.keys((unowned.json() as { versions: Record<string, unknown> }).versions), ['1.0.0'])
+  })
+
   await t.test('a public outage fails a listed unscoped name closed: 503', async (t) => {
     await pub.stop()
     const res = await proxy.fetch('PUT', '/js/acme-later', { body: bytesOf(publishDocument({ name: 'acme-later' })), headers: { 'content-type': 'application/json' } })
@@ -161,6 +177,14 @@ t.test('publish relay through the proxy into Verdaccio', async (t) => {
     t.equal((await atTarget(priv, 'acme-later')).status, 404)
     const owned = await proxy.fetch('PUT', '/js/@acme%2flater', { body: bytesOf(publishDocument({ name: '@acme/later' })), headers: { 'content-type': 'application/json' } })
     t.equal(owned.status, 201, 'an owned scope is never asked of the public upstream')
+  })
+
+  await t.test('an owned name with its private upstream down fails closed (503)', async (t) => {
+    await priv.stop()
+    // A name no earlier request read (acme-tool's answer is still retained, and a retained answer may serve).
+    const res = await proxy.get('/js/acme-unread')
+    t.equal(res.status, 503)
+    t.ok(res.headers['retry-after'])
   })
 })
 
