@@ -67,7 +67,7 @@ t.test('one shared selfHosted credential: minted once at boot for both ecosystem
           publish: { target: target.url, credential: 'shared', scopes: ['@acme'] },
         },
         py: {
-          upstreams: { public: { url: 'https://pypi.invalid/simple/' }, private: { url: `${privateIndex.url}simple/`, credential: 'shared' } },
+          upstreams: { public: { url: 'https://public-index.invalid/simple/' }, private: { url: `${privateIndex.url}simple/`, credential: 'shared' } },
           rules: [{ rule: 'AllowIfOlderThan', seconds: 86400 }],
         },
       },

@@ -62,7 +62,13 @@ Module._load = function (request, parent, isMain) {
 }
 `
 
-async function npmWithTufStub(ws: ClientWorkspace, target: RegistryTarget, args: readonly string[], preload: string) {
+/**
+ * npm with TUF_PRELOAD: the one part of `npm audit signatures` that needs the
+ * network (Sigstore's key repository) answers offline as that repository
+ * does for a registry it holds no keys for, so npm asks the proxy's
+ * /-/npm/v1/keys, the path under test. Nothing else of npm is replaced.
+ */
+async function npmWithOfflineTuf(ws: ClientWorkspace, target: RegistryTarget, args: readonly string[], preload: string) {
   const env = await npmEnv(ws, target)
   return runCli(NPM_COMMAND, [...args, '--userconfig', join(ws.root, 'npmrc'), '--registry', target.registry, '--fetch-retries=0'], {
     cwd: ws.dir, env: { ...env, NODE_OPTIONS: `--require ${preload}` },
@@ -203,7 +209,7 @@ t.test('npm audit, audit fix and audit signatures through the proxy', async (t) 
     const preload = join(dir, 'tuf-preload.cjs')
     await writeFile(preload, TUF_PRELOAD)
     const keysBefore = named(pub.requests, '/-/npm/v1/keys').length
-    const run = await npmWithTufStub(ws, target, ['audit', 'signatures'], preload)
+    const run = await npmWithOfflineTuf(ws, target, ['audit', 'signatures'], preload)
     t.equal(run.exitCode, 0, `${run.stdout}\n${run.stderr}`)
     t.match(run.stdout, /2 packages have verified registry signatures/)
     t.ok(named(pub.requests, '/-/npm/v1/keys').length > keysBefore, 'the keys came from the public upstream')
@@ -212,7 +218,7 @@ t.test('npm audit, audit fix and audit signatures through the proxy', async (t) 
     const tampered = await createClientWorkspace({ 'forged-leaf': '1.0.0' })
     t.teardown(() => tampered.remove())
     await npmInstall(tampered, target)
-    const refused = await npmWithTufStub(tampered, target, ['audit', 'signatures'], preload)
+    const refused = await npmWithOfflineTuf(tampered, target, ['audit', 'signatures'], preload)
     t.equal(refused.exitCode, 1)
     t.match(`${refused.stdout}\n${refused.stderr}`, /invalid registry signature/)
   })
