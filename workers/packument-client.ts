@@ -123,5 +123,6 @@ export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promis
     advisoryAnswered: result.advisoryAnswered,
     withholding: result.withholding,
     basisBytes: result.basisBytes,
+    regateAt: result.regateAt,
   }
 }

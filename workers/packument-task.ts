@@ -49,6 +49,7 @@ export default async function packumentTask(task: PackumentTaskInput): Promise<M
       advisoryAnswered: outcome.advisoryAnswered,
       withholding: outcome.withholding,
       basisBytes,
+      regateAt: outcome.regateAt,
     }
     return move(new MovableMessage(result, body === undefined ? [] : [body]))
   } catch (error) {

@@ -36,6 +36,9 @@ function build(options: PolicyGateOptions): Built {
   const database: AdvisoryDatabase | undefined = options.advisory === undefined
     ? undefined
     : openSharedAdvisoryArtifact(options.advisory.shared, options.advisory.publishedAt === undefined ? undefined : new Date(options.advisory.publishedAt))
+  // An advisory rule's answers change when the push reaches its maximum age (SPEC.md 3.5).
+  const publishedAt = options.advisory?.publishedAt
+  const expiresAt = publishedAt === undefined ? undefined : publishedAt + options.maxAgeSeconds * 1000
   // The evaluator reads the clock per evaluation; a task pins it to its own `now`.
   let now = 0
   const evaluator = createEvaluator(options.rules, {
@@ -49,7 +52,7 @@ function build(options: PolicyGateOptions): Built {
     decideAt: (taskNow) => Object.assign((facts: VersionFacts) => {
       now = taskNow
       return evaluator.evaluate(facts, 'admission')
-    }, { needs: evaluator.needs }),
+    }, { needs: evaluator.needs, clock: { now: taskNow, ageSteps: evaluator.ageSteps, expiresAt } }),
   }
 }
 

@@ -58,6 +58,9 @@ export class RequestCollapser<V> {
   /** Keys with work in flight. */
   get inFlight(): number { return this.#flights.size }
 
+  /** True while work for `key` is in flight. */
+  has(key: string): boolean { return this.#flights.has(key) }
+
   /**
    * Runs `load` for `key`, or joins the work already in flight for it.
    * Rejects with `signal.reason` when this caller's signal aborts first.

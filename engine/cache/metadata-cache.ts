@@ -23,12 +23,40 @@ import { RetentionStore, type RetainResult } from './retention-store.js'
 export const DEFAULT_SELECTED_VERSION_TTL_MS = 5 * 60 * 1000
 export const DEFAULT_ASSEMBLED_TTL_MS = 5 * 60 * 1000
 
+/**
+ * How long a revalidated answer (one carrying `freshness`) may be kept at
+ * all: it is served without asking the upstreams only while fresh, but its
+ * validators save a full read and render for this long, and it is rendered
+ * again from full documents at least this often.
+ */
+export const REVALIDATED_RETENTION_MS = 60 * 60 * 1000
+
+/** What one upstream said of its document when an answer was rendered: enough to ask it whether that changed. */
+export type SourceValidators =
+  | { readonly kind: 'document'; readonly etag?: string; readonly lastModified?: string }
+  | { readonly kind: 'miss' }
+  | { readonly kind: 'absent' }
+
+/** When a retained answer is served as is, revalidated, or rendered again (issue 17 item 2). */
+export interface Freshness {
+  /** When the documents it was rendered from were read. */
+  readonly renderedAt: number
+  /** Until then it is served without asking the upstreams. */
+  readonly freshUntil: number
+  /** From then on it is rendered again from full documents (a quarantine ends, the advisory push expires). */
+  readonly regateAt: number | undefined
+  /** Each upstream's validators; undefined when one cannot be revalidated (it failed, or sent no validator). */
+  readonly sources: { readonly private: SourceValidators; readonly public: SourceValidators } | undefined
+}
+
 /** A rendered listing ready to serve again, with the ETag it answers conditional requests with. */
 export interface AssembledResponse {
   readonly body: Uint8Array
   readonly etag: string
   /** The body's content coding; absent is identity. A coded form is retained beside the identity one (its own key). */
   readonly coding?: 'br' | 'gzip'
+  /** Set on a revalidating mount's identity answers; without it the store's time to live alone decides. */
+  readonly freshness?: Freshness
 }
 
 // NUL never appears in a package name, file name, form or generation, so joined keys cannot collide.
@@ -42,8 +70,9 @@ export function assembledKey(ecosystem: string, packageName: string, form: strin
   return [ecosystem, packageName, form, String(generation)].join(SEPARATOR)
 }
 
+/** Accounted bytes of an answer: its body and tag, and a flat 256 for its freshness record. */
 export function assembledSize(value: AssembledResponse): number {
-  return value.body.byteLength + value.etag.length
+  return value.body.byteLength + value.etag.length + (value.freshness === undefined ? 0 : 256)
 }
 
 /** A retaining store: a hit serves the retained value; otherwise one leader loads and retains. */
@@ -51,6 +80,7 @@ export class CachedStore<V> {
   #store: RetentionStore<V>
   #collapser: RequestCollapser<V>
   #derived: RequestCollapser<V>
+  #behind: RequestCollapser<V>
   #counters: StoreCounters
 
   constructor(store: RetentionStore<V>, counters: StoreCounters) {
@@ -61,6 +91,7 @@ export class CachedStore<V> {
       onValue: (key, value) => { store.set(key, value) },
     })
     this.#derived = new RequestCollapser<V>({ onValue: (key, value) => { store.set(key, value) } })
+    this.#behind = new RequestCollapser<V>({ onValue: (key, value) => { store.set(key, value) } })
   }
 
   /**
@@ -80,11 +111,33 @@ export class CachedStore<V> {
     return value
   }
 
+  /** The retained value, counted as nothing: the caller decides whether it serves it (`countHit`) or loads. */
+  retained(key: string): V | undefined { return this.#store.get(key) }
+
+  /** Counts a request served from a value `retained` returned. */
+  countHit(): void { this.#counters.hit++ }
+
   /** Serves a retained value, or leads or joins the load of `key`; a leader's value is retained if it fits. */
   async load(key: string, load: Load<V>, signal?: AbortSignal): Promise<V> {
     const hit = this.peek(key)
     if (hit !== undefined) return hit
     return this.#collapser.run(key, load, signal)
+  }
+
+  /** Leads or joins the load of `key` whatever is retained (a revalidation, a render again), counted miss or collapsed. */
+  async lead(key: string, load: Load<V>, signal?: AbortSignal): Promise<V> {
+    return this.#collapser.run(key, load, signal)
+  }
+
+  /**
+   * Starts the load of `key` behind a request that was already served (a
+   * revalidation while serving the retained value), unless one is in
+   * flight: concurrent ones collapse. Counted as nothing, since the request
+   * counted its hit; its value is retained, its failure only reported.
+   */
+  behind(key: string, load: Load<V>, onFailure: (error: unknown) => void): void {
+    if (this.#behind.has(key)) return
+    this.#behind.run(key, load).catch(onFailure)
   }
 
   /** Retains a value produced outside `load`. */

@@ -109,7 +109,7 @@ export interface Config {
     readonly maxArtifactBytes: number
     readonly mirrorConcurrency: number
   }
-  readonly cache: { readonly maxBytes: number }
+  readonly cache: { readonly maxBytes: number; readonly maxStaleSeconds: number }
   readonly queue: {
     readonly kind: 'embedded' | 'sqs'
     readonly path: string

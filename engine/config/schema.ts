@@ -55,6 +55,7 @@ const LimitsSchema = Type.Object({
 
 const CacheSchema = Type.Object({
   maxBytes: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic (the plan\'s cache budget)' })),
+  maxStaleSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400, default: 60, description: 'how long past its five fresh minutes a packument answer may be served while it is revalidated behind the request; 0 = a request waits for the revalidation' })),
 }, { ...closed, default: {} })
 
 const QueueSchema = Type.Object({

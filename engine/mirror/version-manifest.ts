@@ -34,7 +34,8 @@ export type ManifestLookup =
 /** Reads the job's version manifest; throws the client's ServiceError when the read fails. */
 export async function readPublicManifest(source: ManifestSource, job: MirrorJob, signal?: AbortSignal, onChunk?: (chunk: Uint8Array) => Promise<void> | undefined): Promise<ManifestLookup> {
   const doc = await source.fetchDocument(job.package, { accept: 'application/json', ...(signal === undefined ? {} : { signal }), ...(onChunk === undefined ? {} : { onChunk }) })
-  if (doc.kind === 'miss') return { kind: 'missing', detail: `the public upstream answered ${doc.status} for the package` }
+  // An unconditional read never answers not-modified; a miss is what the job can act on.
+  if (doc.kind !== 'document') return { kind: 'missing', detail: `the public upstream answered ${doc.kind === 'miss' ? doc.status : 304} for the package` }
   const index = scanPackument(doc.chunks, { limits: NO_STRUCTURE_LIMITS, recordMembers: false })
   const entry = index.versions.get(job.version)
   if (entry === undefined) return { kind: 'missing', detail: 'the public upstream no longer lists the version' }

@@ -36,6 +36,12 @@ import { hasInstallScript, trustOf, VersionHistory } from './version-history.js'
 export interface Decide {
   (facts: VersionFacts): Decision
   readonly needs?: FactNeeds
+  /**
+   * When decisions are taken (ms since the epoch) and the ages after
+   * publication at which they can change (Evaluator.ageSteps), so the merge
+   * can say when its answer must be re-gated; absent: never by age alone.
+   */
+  readonly clock?: { readonly now: number; readonly ageSteps: (packageName: string) => readonly number[]; readonly expiresAt?: number | undefined }
 }
 
 export interface MergeInput {
@@ -162,6 +168,13 @@ export interface MergePlan {
   readonly advisoryAnswered: readonly RuleKind[]
   /** Set when no version survived and some public version was withheld. */
   readonly withholding: Withholding | undefined
+  /**
+   * The first moment (ms since the epoch) at which a decision behind this
+   * plan can change with no upstream change: a public version reaching a
+   * quarantine's age, or the advisory push reaching its maximum age.
+   * Undefined: none is known ahead.
+   */
+  readonly regateAt: number | undefined
 }
 
 const SYNTHESIZED: ReadonlySet<string> = new Set(['name', 'dist-tags', 'versions', 'time'])
@@ -411,8 +424,11 @@ export function planMerge(input: MergeInput): MergePlan {
     }
   }
 
+  const clock = decide.clock
+  let regateAt = clock?.expiresAt !== undefined && clock.expiresAt > clock.now ? clock.expiresAt : undefined
   if (publicIndex !== undefined) {
     const commonNameAgrees = publicIndex.manifestName === packageName
+    const steps = clock?.ageSteps(packageName) ?? []
     const needs = decide.needs
     const history = needs !== undefined && (needs.trust || needs.installScripts) ? new VersionHistory(publicIndex, needs) : undefined
     for (const [version, entry] of publicIndex.versions) {
@@ -434,6 +450,15 @@ export function planMerge(input: MergeInput): MergePlan {
       }
       const facts = new LazyVersionFacts(ecosystem, packageName, version, publicIndex, entry, history)
       const decision = decide(facts)
+      if (steps.length > 0 && clock !== undefined) {
+        const published = facts.publishedMs
+        if (published !== undefined) {
+          for (const step of steps) {
+            const at = published + step
+            if (at > clock.now && (regateAt === undefined || at < regateAt)) regateAt = at
+          }
+        }
+      }
       let reported = decision.skipped.length > 0
       for (const observation of decision.advisory) {
         if (observation.cause === undefined) answered.add(observation.rule)
@@ -563,6 +588,7 @@ export function planMerge(input: MergeInput): MergePlan {
     dropped,
     advisoryAnswered: [...answered],
     withholding: versions.length === 0 ? withholdingOf(refusals, unservable + droppedCount) : undefined,
+    regateAt,
   }
 }
 

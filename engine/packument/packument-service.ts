@@ -13,19 +13,22 @@
  * answers is no error when versions survive.
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
-import type { AssembledResponse, MetadataCache } from '../cache/metadata-cache.js'
-import { assembledKey, selectedVersionKey } from '../cache/metadata-cache.js'
+import type { AssembledResponse, Freshness, MetadataCache, SourceValidators } from '../cache/metadata-cache.js'
+import { assembledKey, DEFAULT_ASSEMBLED_TTL_MS, selectedVersionKey } from '../cache/metadata-cache.js'
 import type { Clock } from '../clock.js'
 import { isServiceError, ServiceError } from '../errors.js'
 import type { Admission } from '../memory/gate.js'
 import { REQUEST_TIMEOUT_MS } from '../memory/gate.js'
 import { fetchCharged, type ChargedFetch } from '../upstream/charged-fetch.js'
-import type { UpstreamClient } from '../upstream/upstream-client.js'
+import type { DocumentValidators, UpstreamClient } from '../upstream/upstream-client.js'
 import { inChildSpan } from '../telemetry/work-span.js'
 import { codedEtag, COMPRESS_MIN_BYTES, type ContentCoding } from './content-coding.js'
 import { withholdingError, type SelectedVersion } from './merge.js'
 import type { PackumentOutcome } from './pipeline.js'
 import type { StructureLimits } from './scanner.js'
+
+/** Logged when a revalidation behind a served answer fails (warn; debug when the gate shed it). */
+export const PACKUMENT_REVALIDATION_FAILED = 'packument revalidation failed'
 
 /** SPEC.md 8.1: bytes charged per decompressed source byte of a listing. */
 export const SOURCE_CHARGE_PER_BYTE: Readonly<Record<Ecosystem, number>> = Object.freeze({ js: 1.1, py: 3.2 })
@@ -70,7 +73,59 @@ export interface PackumentServiceOptions {
   readonly ownsName?: (packageName: string) => boolean
   /** Codes an assembled body (in production a pool task); without it every answer is identity. */
   readonly compress?: (body: Uint8Array, coding: Exclude<ContentCoding, 'identity'>, signal: AbortSignal) => Promise<Uint8Array>
+  /**
+   * Revalidation (issue 17 item 2). Without it an answer is reused for the
+   * store's time to live and then read and rendered again in full. With it
+   * an answer is served as is for `freshMs`; then, for at most `maxStaleMs`
+   * more, served while one revalidation runs behind it (under its own
+   * admission from `admit`); past that, a request waits for the
+   * revalidation. A revalidation asks each upstream with its validators: when
+   * every one answers 304 nothing is read or parsed and the answer is fresh
+   * again. An answer is rendered again from full documents when a decision
+   * behind it can change with time (`regateAt`), and keyed by `generation`
+   * (advisory database and rules).
+   */
+  readonly revalidation?: {
+    readonly freshMs?: number
+    readonly maxStaleMs: number
+    readonly admit: (signal: AbortSignal) => Promise<Admission>
+    /** A revalidation behind a served answer failed (not counted elsewhere: no request saw it). */
+    readonly onBehindFailure?: (error: unknown, packageName: string) => void
+  }
 }
+
+/** `service.packument.revalidations` by result, and answers served stale while one ran. */
+export class RevalidationCounters {
+  /** Every upstream answered 304 (or still misses): the retained answer is fresh again, nothing parsed. */
+  notModified = 0
+  /** An upstream document changed: rendered again. */
+  modified = 0
+  /** An upstream failed to answer: rendered again from what the upstreams gave, as a first read would be. */
+  failed = 0
+  /** A quarantine ended or the advisory push expired under a retained answer: rendered again. */
+  regated = 0
+  /** Requests served a retained answer past its freshness while a revalidation ran behind them. */
+  staleServed = 0
+
+  snapshot(): Readonly<Record<'not_modified' | 'modified' | 'failed' | 'regated' | 'stale_served', number>> {
+    return Object.freeze({ not_modified: this.notModified, modified: this.modified, failed: this.failed, regated: this.regated, stale_served: this.staleServed })
+  }
+}
+
+/** A forced render for an artifact whose record is gone happens at most this often per package (a stream of unknown file names costs one). */
+const RESELECT_AFTER_MS = 60_000
+
+/** What a load reads and renders: the request's package and form, charged to `admission`. */
+interface Subject {
+  readonly packageName: string
+  readonly abbreviated: boolean
+  readonly admission: Admission
+}
+
+/** One upstream's answer to a revalidation: `not-modified` means unchanged (a 304, or a miss again). */
+type Recheck = ChargedFetch
+
+type State = 'fresh' | 'stale' | 'revalidate' | 'reload'
 
 export interface PackumentRequest {
   /** The decoded package name. */
@@ -98,33 +153,52 @@ export function mostRecoverable(errors: readonly ServiceError[]): ServiceError |
   return best
 }
 
+/** What a side said, as a revalidation asks it again; undefined when it cannot be asked (it failed, or gave no validator). */
+function validatorsOf(fetched: ChargedFetch): SourceValidators | undefined {
+  if (fetched.kind === 'miss' || fetched.kind === 'absent') return fetched
+  if (fetched.kind !== 'document' || (fetched.etag === undefined && fetched.lastModified === undefined)) return undefined
+  return {
+    kind: 'document',
+    ...(fetched.etag === undefined ? {} : { etag: fetched.etag }),
+    ...(fetched.lastModified === undefined ? {} : { lastModified: fetched.lastModified }),
+  }
+}
+
+function freshnessOf(readAt: number, freshMs: number, regateAt: number | undefined, priv: ChargedFetch, pub: ChargedFetch): Freshness {
+  const privateSource = validatorsOf(priv)
+  const publicSource = validatorsOf(pub)
+  return {
+    renderedAt: readAt,
+    freshUntil: readAt + freshMs,
+    regateAt,
+    sources: privateSource === undefined || publicSource === undefined ? undefined : { private: privateSource, public: publicSource },
+  }
+}
+
 export class PackumentService {
   readonly #o: PackumentServiceOptions
+  readonly #revalidations = new RevalidationCounters()
 
   constructor(options: PackumentServiceOptions) {
     this.#o = options
   }
 
   /**
-   * The assembled answer (from the store, or led or joined), in the request's
-   * coding when it takes one and the body is worth coding. The coded form is
-   * retained beside the identity one under its own key, so a warm hit costs
-   * no compression; it is coded once from the identity form, which is what
-   * the gate and the render produced.
+   * The assembled answer (retained, revalidated, or led or joined), in the
+   * request's coding when it takes one and the body is worth coding. The
+   * coded form is retained beside the identity one under a key naming the
+   * identity ETag, so a warm hit costs no compression and a new render never
+   * serves an old coded body; it is coded once from the identity form, which
+   * is what the gate and the render produced.
    */
   async assemble(request: PackumentRequest): Promise<AssembledResponse> {
-    const { ecosystem, cache, generation, compress } = this.#o
+    const { ecosystem, cache, compress } = this.#o
     const form = request.abbreviated ? 'abbreviated' : 'full'
-    // One generation for both forms: a swap between the two lookups must not retain old bytes under the new key.
-    const current = generation()
+    const identity = await this.#identity(request, form)
     const coding = request.coding ?? 'identity'
-    const codedKey = coding === 'identity' || compress === undefined ? undefined : assembledKey(ecosystem, request.packageName, `${form}+${coding}`, current)
-    if (codedKey !== undefined) {
-      const hit = cache.assembled.peek(codedKey)
-      if (hit !== undefined) return hit
-    }
-    const identity = await cache.assembled.load(assembledKey(ecosystem, request.packageName, form, current), (signal) => this.#load(request, signal), request.signal)
-    if (codedKey === undefined || compress === undefined || coding === 'identity' || identity.body.byteLength < COMPRESS_MIN_BYTES) return identity
+    if (coding === 'identity' || compress === undefined || identity.body.byteLength < COMPRESS_MIN_BYTES) return identity
+    // The identity ETag names its body exactly (which versions were kept included), so it stands for the generation.
+    const codedKey = assembledKey(ecosystem, request.packageName, `${form}+${coding}`, identity.etag)
     return cache.assembled.loadDerived(codedKey, async (signal) => {
       // The copy handed to the pool thread is this request's to carry while it is coded.
       await request.admission.charge(identity.body.byteLength, { timeoutMs: REQUEST_TIMEOUT_MS, signal })
@@ -133,28 +207,128 @@ export class PackumentService {
     }, request.signal)
   }
 
+  /** Revalidations by result (`service.packument.revalidations`). */
+  get revalidations(): RevalidationCounters { return this.#revalidations }
+
   /** Reads the selected version for an artifact file name, fetching the public document when the store lacks it. */
   async selectVersion(packageName: string, filename: string, admission: Admission, signal: AbortSignal): Promise<SelectedArtifact | undefined> {
-    const { ecosystem, cache } = this.#o
+    const { ecosystem, cache, clock } = this.#o
     const key = selectedVersionKey(ecosystem, packageName, filename)
     const hit = cache.version.peek(key)
     if (hit !== undefined) return hit
     // A lockfile install reads no metadata first: select through the public document, gated like any other read.
-    await this.assemble({ packageName, abbreviated: true, admission, signal }).catch((error: unknown) => {
+    const request = { packageName, abbreviated: true, admission, signal }
+    const served = await this.assemble(request).catch((error: unknown) => {
       if (!isServiceError(error) || error.code !== 'POLICY_WITHHELD') throw error
+      return undefined
     })
+    const selected = cache.version.peek(key)
+    const renderedAt = served?.freshness?.renderedAt
+    if (selected !== undefined || renderedAt === undefined || clock.now() - renderedAt < RESELECT_AFTER_MS) return selected
+    // A revalidated answer outlives the records its render left (their own time to live, or eviction): render again.
+    await cache.assembled.lead(assembledKey(ecosystem, packageName, 'abbreviated', this.#o.generation()), (s) => this.#load(request, s), signal)
+      .catch((error: unknown) => {
+        if (!isServiceError(error) || error.code !== 'POLICY_WITHHELD') throw error
+      })
     return cache.version.peek(key)
   }
 
-  async #load(request: PackumentRequest, signal: AbortSignal): Promise<AssembledResponse> {
+  /** The identity answer: served as retained, served stale with a revalidation behind it, revalidated, or rendered. */
+  async #identity(request: PackumentRequest, form: string): Promise<AssembledResponse> {
+    const { ecosystem, cache, generation } = this.#o
+    // One generation for the whole request: a swap in between must not retain old bytes under the new key.
+    const current = generation()
+    const key = assembledKey(ecosystem, request.packageName, form, current)
+    const held = cache.assembled.retained(key)
+    const state = held === undefined ? 'reload' : this.#state(held)
+    if (held !== undefined && (state === 'fresh' || state === 'stale')) {
+      cache.assembled.countHit()
+      if (state === 'stale') {
+        this.#revalidations.staleServed++
+        this.#revalidateBehind(key, held, request)
+      }
+      return held
+    }
+    if (held?.freshness?.regateAt !== undefined && this.#o.clock.now() >= held.freshness.regateAt) this.#revalidations.regated++
+    const load = held !== undefined && state === 'revalidate'
+      ? (signal: AbortSignal) => this.#revalidate(request, held, signal)
+      : (signal: AbortSignal) => this.#load(request, signal)
+    return cache.assembled.lead(key, load, request.signal)
+  }
+
+  #state(held: AssembledResponse): State {
+    const freshness = held.freshness
+    if (freshness === undefined) return 'fresh'
+    const now = this.#o.clock.now()
+    if (freshness.regateAt !== undefined && now >= freshness.regateAt) return 'reload'
+    if (now < freshness.freshUntil) return 'fresh'
+    if (freshness.sources === undefined) return 'reload'
+    const revalidation = this.#o.revalidation
+    if (revalidation !== undefined && now < freshness.freshUntil + revalidation.maxStaleMs) return 'stale'
+    return 'revalidate'
+  }
+
+  /** One revalidation behind served requests, under an admission of its own; when the gate has no room it waits for the next request. */
+  #revalidateBehind(key: string, held: AssembledResponse, request: PackumentRequest): void {
+    const revalidation = this.#o.revalidation
+    if (revalidation === undefined) return
+    this.#o.cache.assembled.behind(key, async (signal) => {
+      const admission = await revalidation.admit(signal)
+      try {
+        return await this.#revalidate({ packageName: request.packageName, abbreviated: request.abbreviated, admission }, held, signal)
+      } finally {
+        admission.release()
+      }
+    }, (error) => revalidation.onBehindFailure?.(error, request.packageName))
+  }
+
+  /**
+   * Asks each upstream whether its document changed since `held` was
+   * rendered. All unchanged: `held` with a new freshness, nothing read or
+   * parsed. Otherwise a render from what they answered, a side that was
+   * unchanged read again in full (its body was never kept).
+   */
+  async #revalidate(subject: Subject, held: AssembledResponse, signal: AbortSignal): Promise<AssembledResponse> {
+    const freshness = held.freshness
+    const sources = freshness?.sources
+    const now = this.#o.clock.now()
+    if (freshness === undefined || sources === undefined || (freshness.regateAt !== undefined && now >= freshness.regateAt)) {
+      return this.#load(subject, signal)
+    }
+    const owned = this.#o.ownsName?.(subject.packageName) === true
+    const [priv, pub] = await Promise.all([
+      this.#recheck(this.#o.privateClient, sources.private, subject, signal),
+      this.#recheck(owned ? undefined : this.#o.publicClient, sources.public, subject, signal),
+    ])
+    if (priv.kind === 'not-modified' && pub.kind === 'not-modified') {
+      this.#revalidations.notModified++
+      return { ...held, freshness: { ...freshness, freshUntil: now + this.#freshMs } }
+    }
+    if (priv.kind === 'failed' || pub.kind === 'failed') this.#revalidations.failed++
+    else this.#revalidations.modified++
+    return this.#load(subject, signal, { private: priv, public: pub })
+  }
+
+  async #recheck(client: UpstreamClient | undefined, source: SourceValidators, subject: Subject, signal: AbortSignal): Promise<Recheck> {
+    if (client === undefined) return source.kind === 'absent' ? { kind: 'not-modified' } : { kind: 'absent' }
+    this.#o.cache.full.read()
+    const validators: DocumentValidators | undefined = source.kind === 'document' ? { ...(source.etag === undefined ? {} : { etag: source.etag }), ...(source.lastModified === undefined ? {} : { lastModified: source.lastModified }) } : undefined
+    const fetched = await fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, SOURCE_CHARGE_PER_BYTE[this.#o.ecosystem], signal, validators)
+    // A package that was missing and still is: nothing changed there.
+    return fetched.kind === 'miss' && source.kind === 'miss' ? { kind: 'not-modified' } : fetched
+  }
+
+  async #load(subject: Subject, signal: AbortSignal, prefetched?: { readonly private: Recheck; readonly public: Recheck }): Promise<AssembledResponse> {
     const { privateClient, publicClient, ecosystem } = this.#o
     const perByte = SOURCE_CHARGE_PER_BYTE[ecosystem]
-    const fetchFrom = (client: UpstreamClient | undefined): Promise<ChargedFetch> => {
+    const readAt = this.#o.clock.now()
+    const fetchFrom = (client: UpstreamClient | undefined, held: Recheck | undefined): Promise<ChargedFetch> => {
+      if (held !== undefined && held.kind !== 'not-modified') return Promise.resolve(held)
       if (client !== undefined) this.#o.cache.full.read()
-      return fetchCharged(client, (c, options) => c.fetchDocument(request.packageName, options), request.admission, perByte, signal)
+      return fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, perByte, signal)
     }
-    const owned = this.#o.ownsName?.(request.packageName) === true
-    const [priv, pub] = await Promise.all([fetchFrom(privateClient), fetchFrom(owned ? undefined : publicClient)])
+    const owned = this.#o.ownsName?.(subject.packageName) === true
+    const [priv, pub] = await Promise.all([fetchFrom(privateClient, prefetched?.private), fetchFrom(owned ? undefined : publicClient, prefetched?.public)])
     const failures = [priv, pub].flatMap((f) => (f.kind === 'failed' ? [f.error] : []))
     const privateChunks = priv.kind === 'document' ? priv.chunks : undefined
     const publicChunks = pub.kind === 'document' ? pub.chunks : undefined
@@ -164,28 +338,31 @@ export class PackumentService {
 
     let outcome: PackumentOutcome
     try {
-      outcome = await inChildSpan('packument render', { 'package.name': request.packageName, 'packument.form': request.abbreviated ? 'abbreviated' : 'full' }, () => this.#o.render({
-        packageName: request.packageName,
+      outcome = await inChildSpan('packument render', { 'package.name': subject.packageName, 'packument.form': subject.abbreviated ? 'abbreviated' : 'full' }, () => this.#o.render({
+        packageName: subject.packageName,
         privateEtag: priv.kind === 'document' ? priv.etag : undefined,
         publicEtag: pub.kind === 'document' ? pub.etag : undefined,
-        abbreviated: request.abbreviated,
-        now: this.#o.clock.now(),
+        abbreviated: subject.abbreviated,
+        now: readAt,
         privateChunks,
         publicChunks,
-        charge: (bytes) => request.admission.charge(bytes, { timeoutMs: REQUEST_TIMEOUT_MS, signal }),
+        charge: (bytes) => subject.admission.charge(bytes, { timeoutMs: REQUEST_TIMEOUT_MS, signal }),
         signal,
       }))
     } catch (error) {
       throw mostRecoverable([...failures, isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })])
     }
-    this.#o.observe(outcome, request.packageName)
-    this.#retainSelected(request.packageName, outcome)
+    this.#o.observe(outcome, subject.packageName)
+    this.#retainSelected(subject.packageName, outcome)
     if (outcome.body === undefined || outcome.etag === undefined) {
       const withheld = withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')
       throw mostRecoverable([...failures, withheld])
     }
-    return { body: outcome.body, etag: outcome.etag }
+    if (this.#o.revalidation === undefined) return { body: outcome.body, etag: outcome.etag }
+    return { body: outcome.body, etag: outcome.etag, freshness: freshnessOf(readAt, this.#freshMs, outcome.regateAt, priv, pub) }
   }
+
+  get #freshMs(): number { return this.#o.revalidation?.freshMs ?? DEFAULT_ASSEMBLED_TTL_MS }
 
   #retainSelected(packageName: string, outcome: PackumentOutcome): void {
     const { ecosystem, cache } = this.#o

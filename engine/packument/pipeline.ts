@@ -33,6 +33,8 @@ export interface PackumentOutcome {
   readonly withholding: Withholding | undefined
   /** SPEC.md 8.1 output basis of this merge, bytes. */
   readonly basisBytes: number
+  /** MergePlan.regateAt: when a retained copy of this answer must be gated again. */
+  readonly regateAt?: number | undefined
 }
 
 /** Indexes one document given as chunks; `needs` (the gate's Decide.needs) adds the flags the history rules read. */
@@ -104,6 +106,7 @@ export function renderPlan(plan: MergePlan, abbreviated: boolean, basisBytes: nu
     advisoryAnswered: plan.advisoryAnswered,
     withholding: plan.withholding,
     basisBytes,
+    regateAt: plan.regateAt,
   }
 }
 

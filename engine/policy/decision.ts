@@ -123,4 +123,6 @@ export interface Evaluator {
   evaluate(facts: VersionFacts, phase: Phase): Decision
   /** The history facts the rules of this evaluator read (any phase). */
   readonly needs: FactNeeds
+  /** The ages (ms after publication) at which an admission decision about a version of the package can change. */
+  readonly ageSteps: (packageName: string) => readonly number[]
 }

@@ -125,6 +125,24 @@ export function ruleProblems(ecosystem: Ecosystem, rules: readonly RuleConfig[])
   return problems
 }
 
+/**
+ * The ages, in milliseconds after publication, at which an admission
+ * decision about a version of `packageName` can change with nothing else
+ * changing: the quarantines of the AllowIfOlderThan and
+ * DenyIfInstallScriptAdded rules that apply to it. A retained answer is
+ * re-gated when one of its versions reaches one (issue 17 item 2).
+ */
+function ageStepsOf(rules: readonly RuleConfig[], ecosystem: Ecosystem): (packageName: string) => readonly number[] {
+  const timed = rules.flatMap((rule) => {
+    if (rule.rule !== 'AllowIfOlderThan' && rule.rule !== 'DenyIfInstallScriptAdded') return []
+    if (rule.appliesTo !== undefined && !rule.appliesTo.includes('admission')) return []
+    return [{ ms: rule.seconds * 1000, selector: packageSelector(ecosystem, rule.packages) }]
+  })
+  if (timed.length === 0) return () => NOTHING
+  const unselected = timed.every((step) => step.selector === undefined) ? Object.freeze(timed.map((step) => step.ms)) : undefined
+  return (packageName) => unselected ?? timed.flatMap((step) => (step.selector === undefined || step.selector.matches(packageName) ? [step.ms] : []))
+}
+
 function guardContext(context: EvaluationContext): void {
   if (context.ecosystem !== 'js' && context.ecosystem !== 'py') {
     throw new ServiceError('CONFIG_INVALID', { message: `unknown ecosystem ${String(context.ecosystem)}` })
@@ -380,6 +398,7 @@ export function createEvaluator(rules: readonly RuleConfig[], context: Evaluatio
 
   return {
     needs: factNeeds(rules),
+    ageSteps: ageStepsOf(rules, context.ecosystem),
     evaluate(facts: VersionFacts, phase: Phase): Decision {
       if (facts.ecosystem !== context.ecosystem) {
         throw new ServiceError('INTERNAL', { message: `a ${facts.ecosystem} version was handed to the ${context.ecosystem} evaluator` })

@@ -26,3 +26,12 @@ export function scopeStanding(name: string, scopes: readonly string[]): ScopeSta
   }
   return scopes.includes(name) ? 'listed-name' : 'outside'
 }
+
+/**
+ * The first-party test the proxy (dependency-confusion guard, npm audit) and
+ * the Dredger share: a name inside `publish.scopes`, owned scope or listed
+ * name alike.
+ */
+export function ownsName(scopes: readonly string[]): (name: string) => boolean {
+  return (name) => scopeStanding(name, scopes) !== 'outside'
+}

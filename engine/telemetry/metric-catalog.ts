@@ -214,6 +214,8 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
   labelled('service.upstream.fetch.errors', '{error}', 'failed upstream metadata reads by cause', 'service.upstream.fetch.errors', 'cause'),
   labelled('service.mirror.jobs.processed', '{job}', 'mirror jobs by result, including discarded', 'service.mirror.jobs.processed', 'result'),
   labelled('service.packument.versions.dropped', '{version}', 'versions dropped from a packument as unreadable or inconsistent, by reason', 'service.packument.versions.dropped', 'reason'),
+  // Revalidation of retained packument answers (issue 17 item 2): not_modified costs no read and no parse.
+  labelled('service.packument.revalidations', '{revalidation}', 'retained packument answers checked again, by result: not_modified (every upstream answered 304, nothing read or parsed), modified, failed (rendered again), regated (a quarantine ended or the advisory push expired: rendered again), stale_served (requests served while one ran behind them)', 'service.packument.revalidations', 'result'),
   // The mirror queue (issue 12): what the proxy's enqueue buffer did with each job, and what the embedded queue refused or dropped.
   {
     name: 'service.mirror.enqueue', kind: 'counter', unit: '{job}',

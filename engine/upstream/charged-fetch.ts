@@ -8,11 +8,13 @@
 import { isServiceError, ServiceError } from '../errors.js'
 import type { Admission } from '../memory/gate.js'
 import { PAUSE_CAP_UPSTREAM_READ_MS } from '../memory/gate.js'
-import type { FetchDocumentOptions, FetchedDocument, UpstreamClient } from './upstream-client.js'
+import type { DocumentValidators, FetchDocumentOptions, FetchedDocument, UpstreamClient } from './upstream-client.js'
 
 export type ChargedFetch =
-  | { readonly kind: 'document'; readonly chunks: Uint8Array[]; readonly etag: string | undefined; readonly contentType: string | undefined }
+  | { readonly kind: 'document'; readonly chunks: Uint8Array[]; readonly etag: string | undefined; readonly lastModified: string | undefined; readonly contentType: string | undefined }
   | { readonly kind: 'miss' }
+  /** Only for a conditional read: the upstream answered 304, and nothing was read or charged. */
+  | { readonly kind: 'not-modified' }
   | { readonly kind: 'failed'; readonly error: ServiceError }
   | { readonly kind: 'absent' }
 
@@ -22,20 +24,21 @@ export async function fetchCharged(
   admission: Admission,
   perSourceByte: number,
   signal: AbortSignal,
+  conditional?: DocumentValidators,
 ): Promise<ChargedFetch> {
   if (client === undefined) return { kind: 'absent' }
   try {
     const result = await fetch(client, {
       signal,
+      ...(conditional === undefined ? {} : { conditional }),
       onChunk: (chunk) => {
         const bytes = Math.ceil(chunk.byteLength * perSourceByte)
         if (admission.tryCharge(bytes)) return undefined
         return admission.charge(bytes, { timeoutMs: PAUSE_CAP_UPSTREAM_READ_MS, signal })
       },
     })
-    return result.kind === 'document'
-      ? { kind: 'document', chunks: result.chunks, etag: result.etag, contentType: result.contentType }
-      : { kind: 'miss' }
+    if (result.kind === 'document') return { kind: 'document', chunks: result.chunks, etag: result.etag, lastModified: result.lastModified, contentType: result.contentType }
+    return result.kind === 'not-modified' ? result : { kind: 'miss' }
   } catch (error) {
     if (signal.aborted) throw error
     return { kind: 'failed', error: isServiceError(error) ? error : new ServiceError('UPSTREAM_UNAVAILABLE', { cause: error }) }

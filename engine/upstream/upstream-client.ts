@@ -108,11 +108,20 @@ export interface FetchDocumentOptions {
   readonly signal?: AbortSignal
   /** Awaited for every decompressed chunk before the next is read. */
   readonly onChunk?: (chunk: Uint8Array) => Promise<void> | void
+  /** Validators of a copy the caller holds: a 304 then answers `not-modified`, with no body read (issue 17 item 2). */
+  readonly conditional?: DocumentValidators
+}
+
+/** What an upstream said identifies one version of a document. */
+export interface DocumentValidators {
+  readonly etag?: string
+  readonly lastModified?: string
 }
 
 export type FetchedDocument =
   | { readonly kind: 'document', readonly chunks: Uint8Array[], readonly bytes: number, readonly etag?: string, readonly lastModified?: string, readonly contentType?: string }
   | { readonly kind: 'miss', readonly status: number }
+  | { readonly kind: 'not-modified' }
 
 export interface OpenArtifactOptions {
   readonly method: 'GET' | 'HEAD'
@@ -120,6 +129,13 @@ export interface OpenArtifactOptions {
   readonly bearer?: BearerToken
   readonly conditional?: { readonly ifNoneMatch?: string, readonly ifModifiedSince?: string }
   readonly signal?: AbortSignal
+}
+
+/** `If-None-Match` and `If-Modified-Since` from a held copy's validators, added to `headers`. */
+function conditionalHeaders(headers: Record<string, string>, validators: { readonly etag?: string | undefined, readonly lastModified?: string | undefined } | undefined): Record<string, string> {
+  if (validators?.etag !== undefined) headers['if-none-match'] = validators.etag
+  if (validators?.lastModified !== undefined) headers['if-modified-since'] = validators.lastModified
+  return headers
 }
 
 const PSEUDONYM = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/
@@ -325,13 +341,17 @@ export class UpstreamClient {
           origin: url.origin,
           path: url.pathname,
           method: 'GET',
-          headers: this.#headers({ accept: options.accept ?? 'application/json', 'accept-encoding': ACCEPTED_ENCODINGS }, minted),
+          headers: this.#headers(conditionalHeaders({ accept: options.accept ?? 'application/json', 'accept-encoding': ACCEPTED_ENCODINGS }, options.conditional), minted),
           signal,
         })
       } catch (err) {
         throw failed(err)
       }
       const status = response.statusCode
+      if (status === 304 && options.conditional !== undefined) {
+        response.body.dump().catch(() => {})
+        return { kind: 'not-modified' }
+      }
       if (status !== 200 && status !== 203) {
         response.body.dump().catch(() => {})
         return this.#refusal(status, where)
@@ -458,9 +478,9 @@ export class UpstreamClient {
     const upstream = authorityOf(url)
     this.#guard.checkUrl(url)
     if (!this.#trusted) checkTarballAuthority(url, this.#base, this.#respectTarballHost)
-    const extra: Record<string, string> = { 'accept-encoding': 'identity' }
-    if (options.conditional?.ifNoneMatch !== undefined) extra['if-none-match'] = options.conditional.ifNoneMatch
-    if (options.conditional?.ifModifiedSince !== undefined) extra['if-modified-since'] = options.conditional.ifModifiedSince
+    const extra = conditionalHeaders({ 'accept-encoding': 'identity' }, options.conditional === undefined
+      ? undefined
+      : { etag: options.conditional.ifNoneMatch, lastModified: options.conditional.ifModifiedSince })
     // The client's forwarded credential wins (SPEC.md 5.2); else the minted one, asked for only when it will be sent.
     const bearer = options.bearer ?? (this.#credential === undefined ? undefined : await this.#credential.token(options.signal))
     try {

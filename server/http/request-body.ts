@@ -16,6 +16,7 @@
  * connection closed.
  */
 import { ServiceError } from '../../engine/errors.js'
+import { REQUEST_TIMEOUT_MS, type Admission } from '../../engine/memory/gate.js'
 import { CONTENT_LENGTH } from '../../engine/upstream/http-field-syntax.js'
 import type { Exchange } from './exchange.js'
 
@@ -123,4 +124,48 @@ export function respondAfterBody(exchange: Exchange, error: ServiceError, option
     if (bytes > options.maxBytes) answer(true)
     else if (last) answer(false)
   })
+}
+
+/** A body read under an admission of its own (readAdmittedBody). */
+export interface AdmittedBody {
+  /** Aborted when the exchange ends: pass it to every wait the request makes. */
+  readonly signal: AbortSignal
+  /** The gate's entry step; rejects when the gate sheds the request. */
+  readonly entered: Promise<Admission>
+  readonly body: Promise<Uint8Array>
+  /** Returns the admission's charges (when it was granted); call it when the request is done. */
+  release(): void
+}
+
+/**
+ * Enters the memory gate and reads the body under `maxBytes`, every chunk
+ * charged to that admission before it is kept: nothing is kept before the
+ * entry step is granted, and chunks that arrive meanwhile wait on it with
+ * the socket paused. The admission is returned when the exchange ends, and
+ * at once if it is granted after that. MUST be called from the synchronous
+ * handler, like readBoundedBody. Both promises are already handled, so
+ * either may be left unawaited.
+ */
+export function readAdmittedBody(exchange: Exchange, gate: { enter(signal: AbortSignal): Promise<Admission> }, options: { readonly maxBytes: number, readonly tooLarge: ServiceError }): AdmittedBody {
+  const controller = new AbortController()
+  let admission: Admission | undefined
+  exchange.onClose(() => {
+    controller.abort(new ServiceError('INTERNAL', { message: 'the client went away' }))
+    admission?.release()
+  })
+  const entered = gate.enter(controller.signal).then((a) => {
+    // Granted after the exchange ended (its close hook has run): return it at once.
+    if (exchange.closed) a.release()
+    admission = a
+    return a
+  })
+  const charge = (bytes: number): boolean => admission !== undefined && admission.tryCharge(bytes)
+  const wait = async (bytes: number): Promise<void> => {
+    const a = await entered
+    if (!a.tryCharge(bytes)) await a.charge(bytes, { timeoutMs: REQUEST_TIMEOUT_MS, signal: controller.signal })
+  }
+  const body = readBoundedBody(exchange, { ...options, charge, wait })
+  entered.catch(() => {})
+  body.catch(() => {})
+  return { signal: controller.signal, entered, body, release: () => admission?.release() }
 }

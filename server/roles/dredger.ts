@@ -24,7 +24,7 @@ import { Dredger, DREDGER_INVENTORY_FAILED, planRemovals, type CycleKind, type D
 import { NpmInventory } from '../../engine/dredger/npm-inventory.js'
 import { RevocationJudge } from '../../engine/dredger/revocation-judge.js'
 import type { Logger } from '../../engine/log/logger.js'
-import { scopeStanding } from '../../engine/publish/publish-scope.js'
+import { ownsName } from '../../engine/publish/publish-scope.js'
 import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
 import { Liveness } from '../health/liveness.js'
 import { Readiness } from '../health/readiness.js'
@@ -93,7 +93,7 @@ export function dredgedMounts(config: Config, logger: Logger, maxDocumentBytes: 
     const scopes = mount.publish?.scopes
     mounts.push(scopes === undefined || scopes.length === 0
       ? { key, judge, inventories }
-      : { key, judge, inventories, firstParty: (name) => scopeStanding(name, scopes) !== 'outside' })
+      : { key, judge, inventories, firstParty: ownsName(scopes) })
   }
   if (mounts.length === 0) throw new ServiceError('CONFIG_INVALID', { message: 'service dredger needs mounts.js.mirror (the mirror target) or mounts.js.upstreams.private (the private cache)' })
   return mounts

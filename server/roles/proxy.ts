@@ -7,7 +7,7 @@
  */
 import { Piscina } from 'piscina'
 import { AdvisorySlot } from '../../engine/advisory/consumer/advisory-slot.js'
-import { combinedSnapshot, MetadataCache, type MetadataCacheSnapshot } from '../../engine/cache/metadata-cache.js'
+import { combinedSnapshot, MetadataCache, REVALIDATED_RETENTION_MS, type MetadataCacheSnapshot } from '../../engine/cache/metadata-cache.js'
 import type { CacheBudget } from '../../engine/cache/cache-budget.js'
 import type { MountConfig } from '../../engine/config/config.js'
 import { MOUNT_KEYS, type MountKey } from '../../engine/config/schema.js'
@@ -17,7 +17,8 @@ import { BudgetSampler } from '../../engine/memory/sampler.js'
 import { ThreadHeapBoard } from '../../engine/memory/thread-heaps.js'
 import { memoryInUseReader } from '../../engine/memory/cgroup.js'
 import { v8Limits } from '../../engine/memory/v8-limits.js'
-import { PackumentService, type SelectedArtifact } from '../../engine/packument/packument-service.js'
+import { PACKUMENT_REVALIDATION_FAILED, PackumentService, type SelectedArtifact } from '../../engine/packument/packument-service.js'
+import { isServiceError } from '../../engine/errors.js'
 import type { PackumentOutcome } from '../../engine/packument/pipeline.js'
 import { maxAgeFor, needsAdvisoryDatabase } from '../../engine/policy/advisory-max-age.js'
 import { AdvisoryOutage } from '../../engine/policy/advisory-outage.js'
@@ -39,7 +40,7 @@ import { createArtifactHandler, type SelectedArtifact as RouteSelection } from '
 import { createWhyHandler } from '../routes/why-route.js'
 import { createBulkAuditHandler } from '../routes/audit-route.js'
 import { createSignatureHandlers } from '../routes/signature-routes.js'
-import { scopeStanding } from '../../engine/publish/publish-scope.js'
+import { ownsName } from '../../engine/publish/publish-scope.js'
 import { ArtifactCounters } from '../routes/artifact-counters.js'
 import type { PolicyGateOptions } from '../../workers/policy-gate.js'
 import { FrontDoor } from '../http/front-door.js'
@@ -147,6 +148,8 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       maxEntries: CACHE_MAX_ENTRIES,
       clock,
       selectedVersionSize: (v) => 256 + v.tarball.length + (v.integrity?.length ?? 0) + v.filename.length,
+      // Answers are revalidated (PackumentService `revalidation`): kept for their validators beyond their fresh minutes.
+      assembledTtlMs: REVALIDATED_RETENTION_MS,
     })
     caches.push(cache)
     const dropped = new DroppedVersionRecord({ logger, ecosystem: 'js' })
@@ -157,7 +160,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       ecosystem: 'js',
       privateClient,
       publicClient,
-      ...(ownedScopes.length === 0 ? {} : { ownsName: (name: string) => scopeStanding(name, ownedScopes) !== 'outside' }),
+      ...(ownedScopes.length === 0 ? {} : { ownsName: ownsName(ownedScopes) }),
       cache,
       clock,
       generation: () => policy.slot.generation,
@@ -166,6 +169,15 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
         if (outcome.counts.dropped > 0) dropped.record(packageName, outcome.dropped, outcome.counts.dropped)
       },
       compress: (body, coding, signal) => runCompressTask(pool, body, coding, signal),
+      revalidation: {
+        maxStaleMs: config.cache.maxStaleSeconds * 1000,
+        admit: (signal) => gate.enter(signal),
+        onBehindFailure: (error, packageName) => {
+          // The answer stays stale; the next request past the bound waits for a revalidation. A shed one is routine under load.
+          const code = isServiceError(error) ? error.code : 'INTERNAL'
+          logger[code === 'GATE_SHED' ? 'debug' : 'warn'](PACKUMENT_REVALIDATION_FAILED, { package: packageName, code })
+        },
+      },
       render: (job) => runPackumentTask(pool, {
         packageName: job.packageName,
         privateEtag: job.privateEtag,
@@ -182,6 +194,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
         signal: job.signal,
       }),
     })
+    snapshots['service.packument.revalidations'] = () => service.revalidations.snapshot()
     const artifactCounters = new ArtifactCounters()
     snapshots['service.artifact'] = () => artifactCounters.snapshot()
     // A public artifact decision takes the gate's entry step (SPEC.md 8.1); a private hit never gets here.
@@ -202,7 +215,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     const auditBulk = createBulkAuditHandler({
       database: () => policy.slot.database(),
       maxAgeSeconds: maxAgeFor(jsMount.rules, config.advisories.maxAgeSeconds).seconds,
-      isPrivate: (name) => scopeStanding(name, publishScopes) !== 'outside',
+      isPrivate: ownsName(publishScopes),
       gate,
       clock,
       logger,

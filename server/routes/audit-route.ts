@@ -26,12 +26,12 @@ import { isServiceError, ServiceError } from '../../engine/errors.js'
 import type { AdvisoryDatabase } from '../../engine/advisory/artifact/database.js'
 import type { Clock } from '../../engine/clock.js'
 import type { Logger } from '../../engine/log/logger.js'
-import type { Admission, AdmissionGate } from '../../engine/memory/gate.js'
+import type { AdmissionGate } from '../../engine/memory/gate.js'
 import { REQUEST_TIMEOUT_MS } from '../../engine/memory/gate.js'
 import { bulkAdvisories, parseBulkAdvisoryRequest } from '../../engine/npm/bulk-advisory.js'
 import type { Exchange } from '../http/exchange.js'
 import { decodeRequestBody } from '../http/decoded-request-body.js'
-import { readBoundedBody, respondAfterBody } from '../http/request-body.js'
+import { readAdmittedBody, respondAfterBody } from '../http/request-body.js'
 
 const MiB = 1024 * 1024
 /** The audit request as received (gzip from npm): a tree of 10,000 packages is well under 1 MiB. */
@@ -68,26 +68,8 @@ export function createBulkAuditHandler(deps: AuditRouteDeps): (exchange: Exchang
   const decodedTooLarge = tooLarge('once decoded', AUDIT_MAX_DECODED_BYTES)
 
   return (ex) => {
-    // Everything up to readBoundedBody is synchronous: uWS hands the body only to a reader registered here.
-    const controller = new AbortController()
-    let admission: Admission | undefined
-    ex.onClose(() => {
-      controller.abort(new ServiceError('INTERNAL', { message: 'the client went away' }))
-      admission?.release()
-    })
-    const entered = gate.enter(controller.signal).then((a) => {
-      if (ex.closed) a.release()
-      admission = a
-      return a
-    })
-    const charge = (bytes: number): boolean => admission !== undefined && admission.tryCharge(bytes)
-    const wait = async (bytes: number): Promise<void> => {
-      const a = await entered
-      if (!a.tryCharge(bytes)) await a.charge(bytes, { timeoutMs: REQUEST_TIMEOUT_MS, signal: controller.signal })
-    }
-    const body = readBoundedBody(ex, { maxBytes: AUDIT_MAX_BODY_BYTES, tooLarge: bodyTooLarge, charge, wait })
-    entered.catch(() => {})
-    body.catch(() => {})
+    // Everything up to readAdmittedBody is synchronous: uWS hands the body only to a reader registered here.
+    const { signal, entered, body, release } = readAdmittedBody(ex, gate, { maxBytes: AUDIT_MAX_BODY_BYTES, tooLarge: bodyTooLarge })
 
     return (async () => {
       let received = false
@@ -101,7 +83,7 @@ export function createBulkAuditHandler(deps: AuditRouteDeps): (exchange: Exchang
           tooLarge: decodedTooLarge,
           malformed: (reason) => new ServiceError('AUDIT_REQUEST_INVALID', { data: { reason } }),
         })
-        await a.charge(decoded.byteLength * AUDIT_PARSE_CHARGE_FACTOR, { timeoutMs: REQUEST_TIMEOUT_MS, signal: controller.signal })
+        await a.charge(decoded.byteLength * AUDIT_PARSE_CHARGE_FACTOR, { timeoutMs: REQUEST_TIMEOUT_MS, signal })
         const request = parseBulkAdvisoryRequest(decoded)
         const database = deps.database()
         if (database === undefined) {
@@ -130,7 +112,7 @@ export function createBulkAuditHandler(deps: AuditRouteDeps): (exchange: Exchang
         // A body refused before its end (over the bound, the gate) is still arriving: answer now and close, never read it all.
         ex.respondError(failure, received ? {} : { close: true })
       } finally {
-        admission?.release()
+        release()
       }
     })()
   }

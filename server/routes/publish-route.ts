@@ -26,7 +26,7 @@
 import { isServiceError, ServiceError, toServiceError } from '../../engine/errors.js'
 import type { PublishConfig } from '../../engine/config/config.js'
 import type { Logger } from '../../engine/log/logger.js'
-import type { Admission, AdmissionGate } from '../../engine/memory/gate.js'
+import type { AdmissionGate } from '../../engine/memory/gate.js'
 import { REQUEST_TIMEOUT_MS } from '../../engine/memory/gate.js'
 import { validatePackageName } from '../../engine/npm/names.js'
 import { checkPublishDocument } from '../../engine/publish/publish-document.js'
@@ -34,7 +34,7 @@ import { scopeStanding } from '../../engine/publish/publish-scope.js'
 import type { PublishTarget } from '../../engine/publish/publish-target.js'
 import type { PublishCounters } from '../../engine/publish/publish-counters.js'
 import type { Exchange } from '../http/exchange.js'
-import { readBoundedBody, respondAfterBody } from '../http/request-body.js'
+import { readAdmittedBody, respondAfterBody } from '../http/request-body.js'
 
 /** Charged per body byte before parsing, on top of the bytes held: text, document, one decoded tarball. */
 export const PARSE_CHARGE_FACTOR = 3
@@ -80,27 +80,7 @@ export function createPublishHandler(deps: PublishRouteDeps): (exchange: Exchang
       return
     }
 
-    const controller = new AbortController()
-    let admission: Admission | undefined
-    ex.onClose(() => {
-      controller.abort(new ServiceError('INTERNAL', { message: 'the client went away' }))
-      admission?.release()
-    })
-    const entered = gate.enter(controller.signal).then((a) => {
-      // Granted after the exchange ended (its close hook has run): return it at once.
-      if (ex.closed) a.release()
-      admission = a
-      return a
-    })
-    // Nothing is kept before the entry step is granted; chunks that arrive meanwhile wait on it with the socket paused.
-    const charge = (bytes: number): boolean => admission !== undefined && admission.tryCharge(bytes)
-    const wait = async (bytes: number): Promise<void> => {
-      const a = await entered
-      if (!a.tryCharge(bytes)) await a.charge(bytes, { timeoutMs: REQUEST_TIMEOUT_MS, signal: controller.signal })
-    }
-    const body = readBoundedBody(ex, { maxBytes: publish.maxBodyBytes, tooLarge, charge, wait })
-    entered.catch(() => {})
-    body.catch(() => {})
+    const { signal, entered, body, release } = readAdmittedBody(ex, gate, { maxBytes: publish.maxBodyBytes, tooLarge })
 
     return (async () => {
       let received = false
@@ -109,13 +89,13 @@ export function createPublishHandler(deps: PublishRouteDeps): (exchange: Exchang
         received = true
         const a = await entered
         if (ex.closed) return
-        await a.charge(bytes.byteLength * PARSE_CHARGE_FACTOR, { timeoutMs: REQUEST_TIMEOUT_MS, signal: controller.signal })
+        await a.charge(bytes.byteLength * PARSE_CHARGE_FACTOR, { timeoutMs: REQUEST_TIMEOUT_MS, signal })
         const checked = checkPublishDocument(bytes, name)
-        if (standing === 'listed-name' && deps.publicHasName !== undefined && await deps.publicHasName(name, controller.signal)) {
+        if (standing === 'listed-name' && deps.publicHasName !== undefined && await deps.publicHasName(name, signal)) {
           throw new ServiceError('PUBLISH_SHADOWS_PUBLIC')
         }
         if (ex.closed) return
-        const answer = await target.publish(name, bytes, controller.signal)
+        const answer = await target.publish(name, bytes, signal)
         counters.relayed(answer.status)
         logger.info(PUBLISH_RELAYED, { package: name, versions: checked.versions, status: answer.status })
         ex.respond(answer.status, { 'content-type': answer.contentType ?? 'application/json' }, answer.body)
@@ -126,7 +106,7 @@ export function createPublishHandler(deps: PublishRouteDeps): (exchange: Exchang
         // A body refused before its end (over the bound, the gate) is still arriving: answer now and close, never read it all.
         ex.respondError(failure, received ? {} : { close: true })
       } finally {
-        admission?.release()
+        release()
       }
     })()
   }

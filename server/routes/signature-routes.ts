@@ -81,7 +81,7 @@ export function createSignatureHandlers(deps: SignatureRouteDeps): {
         },
       })
       if (ex.closed) return
-      if (result.kind === 'miss') {
+      if (result.kind !== 'document') {
         ex.respondError(miss(), { head })
         return
       }

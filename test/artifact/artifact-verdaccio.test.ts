@@ -40,7 +40,7 @@ const publicClient = client(pub.url, false)
 
 async function selectVersion(name: string, filename: string): Promise<SelectedArtifact | undefined> {
   const doc = await publicClient.fetchDocument(name)
-  if (doc.kind === 'miss') return undefined
+  if (doc.kind !== 'document') return undefined
   const packument = JSON.parse(Buffer.concat(doc.chunks).toString('utf8')) as Packument
   for (const [version, manifest] of Object.entries(packument.versions ?? {})) {
     const tarball = manifest.dist?.tarball
