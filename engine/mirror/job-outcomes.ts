@@ -4,7 +4,7 @@
  * retried, an artifact over `limits.maxArtifactBytes`, and a target that did
  * not answer a lookup or refused it.
  */
-import { toServiceError, type ServiceError } from '../errors.js'
+import { ServiceError, toServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
 import type { Disposition, MirrorOutcome } from './mirror-worker.js'
 
@@ -25,6 +25,13 @@ export function detailOf(error: ServiceError): Record<string, unknown> {
   return out
 }
 
+/**
+ * Failures that pass: an upstream or target briefly failing, a document that
+ * did not decode (a cut body), and the memory gate of a proxy that embeds the
+ * worker shedding or pausing too long.
+ */
+const TRANSIENT_CODES: ReadonlySet<string> = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_DECODE', 'GATE_SHED', 'GATE_PAUSE_TIMEOUT'])
+
 export interface JobOutcomesOptions {
   readonly logger: Logger
   /** `limits.maxArtifactBytes` resolved. */
@@ -37,7 +44,23 @@ export class JobOutcomes {
   readonly #o: JobOutcomesOptions
 
   constructor(options: JobOutcomesOptions) {
+    if (!Number.isSafeInteger(options.maxArtifactBytes) || options.maxArtifactBytes <= 0) {
+      throw new ServiceError('CONFIG_INVALID', { message: 'maxArtifactBytes must be a positive integer' })
+    }
     this.#o = options
+  }
+
+  /**
+   * A job's work threw: the signal's reason when the consumer cancelled it;
+   * a transient failure is retried once its window passes; anything else
+   * cannot succeed and is left for the redrive policy.
+   */
+  failed(where: Record<string, string>, error: unknown, signal: AbortSignal | undefined): MirrorOutcome {
+    if (signal?.aborted === true) throw signal.reason
+    const failure = toServiceError(error)
+    if (TRANSIENT_CODES.has(failure.code)) return this.retried(where, failure.code, 'leave', failure)
+    this.#o.logger.warn(MIRROR_JOB_REFUSED, { ...where, result: 'upstream_refused', code: failure.code, ...detailOf(failure) })
+    return { result: 'upstream_refused', disposition: 'leave', reason: failure.code }
   }
 
   /** A lookup at the target failed: unavailable is transient (waits out its window); anything else cannot succeed. */

@@ -10,28 +10,18 @@
  * redirect followed (undici's request follows none). Bodies are always
  * consumed or destroyed; none is logged.
  */
-import { Readable } from 'node:stream'
-import { Agent, type Dispatcher } from 'undici'
+import type { Dispatcher } from 'undici'
 import { ServiceError } from '../errors.js'
 import { encodePackageName } from '../npm/names.js'
 import { NO_STRUCTURE_LIMITS, scanPackument } from '../packument/scanner.js'
-import type { BearerToken } from '../secret.js'
 import { digestSet, type DigestSet } from './artifact-digest.js'
+import { TargetConnection, targetBase, type TargetConnectionOptions } from './target-connection.js'
 
-export interface MirrorTargetOptions {
+export { isTransientStatus } from './target-connection.js'
+
+export interface MirrorTargetOptions extends TargetConnectionOptions {
   /** The registry base URL (a path is kept). No userinfo, query or fragment. */
   readonly url: string
-  readonly token?: BearerToken | undefined
-  /** A minted credential sent instead of `token`, asked for on each request (engine/upstream/credentials/). */
-  readonly credential?: { token(signal?: AbortSignal): Promise<BearerToken> } | undefined
-  /** Largest document `lookup` reads (the metadata ingest ceiling). */
-  readonly maxDocumentBytes: number
-  /** Milliseconds to wait for response headers (a publish waits for the target to store the artifact). */
-  readonly headersTimeoutMs?: number
-  /** Milliseconds of silence allowed between body chunks. */
-  readonly bodyTimeoutMs?: number
-  /** Tests pass their own. */
-  readonly dispatcher?: Dispatcher
 }
 
 export type TargetVersion =
@@ -42,44 +32,15 @@ export interface PublishAnswer {
   readonly status: number
 }
 
-/** Statuses that say "try again": the target is overloaded or briefly failing. */
-export function isTransientStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500
-}
-
 const ABBREVIATED = 'application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8'
 
 export class MirrorTarget {
   readonly #base: URL
-  readonly #token: BearerToken | undefined
-  readonly #credential: MirrorTargetOptions['credential']
-  readonly #maxDocumentBytes: number
-  readonly #dispatcher: Dispatcher
-  readonly #owned: boolean
+  readonly #connection: TargetConnection
 
   constructor(options: MirrorTargetOptions) {
-    let url: URL
-    try {
-      url = new URL(options.url)
-    } catch {
-      throw new ServiceError('CONFIG_INVALID', { message: 'the mirror target URL does not parse' })
-    }
-    if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
-      throw new ServiceError('CONFIG_INVALID', { message: 'the mirror target URL must carry no userinfo, query or fragment; use mirror.token' })
-    }
-    if (!Number.isSafeInteger(options.maxDocumentBytes) || options.maxDocumentBytes <= 0) {
-      throw new ServiceError('CONFIG_INVALID', { message: 'maxDocumentBytes must be a positive integer' })
-    }
-    this.#base = new URL(url.href.endsWith('/') ? url.href : `${url.href}/`)
-    this.#token = options.token
-    this.#credential = options.credential
-    this.#maxDocumentBytes = options.maxDocumentBytes
-    this.#owned = options.dispatcher === undefined
-    this.#dispatcher = options.dispatcher ?? new Agent({
-      headersTimeout: options.headersTimeoutMs ?? 300_000,
-      bodyTimeout: options.bodyTimeoutMs ?? 60_000,
-      connections: 8,
-    })
+    this.#base = targetBase(options.url, 'mirror target')
+    this.#connection = new TargetConnection(options, this.#base.host, (token) => `Bearer ${token.reveal()}`)
   }
 
   /** `{target}/{package}`, the document and publish location. */
@@ -96,14 +57,6 @@ export class MirrorTarget {
     return this.#base.host
   }
 
-  async #headers(extra: Record<string, string>, signal: AbortSignal | undefined): Promise<Record<string, string>> {
-    // A credential refusal (breaker open, mint failed) is a transient target failure: the job is retried.
-    const token = this.#credential === undefined ? this.#token : await this.#credential.token(signal).catch((cause: unknown) => {
-      throw new ServiceError('UPSTREAM_UNAVAILABLE', { cause, data: { target: this.authority, reason: 'credential' } })
-    })
-    return token === undefined ? extra : { ...extra, authorization: `Bearer ${token.reveal()}` }
-  }
-
   /**
    * What the target holds for `version`. Throws UPSTREAM_UNAVAILABLE (data.status
    * when the target answered) for a transient failure, UPSTREAM_REFUSED for
@@ -112,28 +65,10 @@ export class MirrorTarget {
   async lookup(packageName: string, version: string, signal?: AbortSignal, onChunk?: ChunkCharge): Promise<TargetVersion> {
     const url = this.documentUrl(packageName)
     const where = { target: this.authority, package: packageName }
-    let response: Dispatcher.ResponseData
-    try {
-      response = await this.#dispatcher.request({
-        origin: url.origin, path: url.pathname, method: 'GET',
-        headers: await this.#headers({ accept: ABBREVIATED, 'accept-encoding': 'identity' }, signal),
-        ...(signal === undefined ? {} : { signal }),
-      })
-    } catch (cause) {
-      if (signal?.aborted === true) throw signal.reason
-      throw new ServiceError('UPSTREAM_UNAVAILABLE', { cause, data: { ...where, reason: 'no answer' } })
-    }
-    const status = response.statusCode
-    if (status === 404) {
-      await response.body.dump()
-      return { kind: 'absent' }
-    }
-    if (status !== 200) {
-      await response.body.dump()
-      throw new ServiceError(isTransientStatus(status) ? 'UPSTREAM_UNAVAILABLE' : 'UPSTREAM_REFUSED', { data: { ...where, status } })
-    }
+    const response = await this.#connection.page(url, ABBREVIATED, where, signal)
+    if (response === undefined) return { kind: 'absent' }
     // Scanned, not parsed whole: a large document costs its bytes and an index (1.1 B per byte, SPEC.md 8.1), not a tree of objects.
-    const chunks = await readBoundedChunks(response.body, this.#maxDocumentBytes, where, onChunk)
+    const chunks = await readBoundedChunks(response.body, this.#connection.maxDocumentBytes, where, onChunk)
     let dist: { integrity?: unknown, shasum?: unknown } | undefined
     try {
       const index = scanPackument(chunks, { limits: NO_STRUCTURE_LIMITS, recordMembers: false })
@@ -157,40 +92,11 @@ export class MirrorTarget {
    * UPSTREAM_UNAVAILABLE.
    */
   async publish(packageName: string, body: AsyncIterable<string | Uint8Array>, signal?: AbortSignal): Promise<PublishAnswer> {
-    const url = this.documentUrl(packageName)
-    let bodyError: unknown
-    let bodyFailed = false
-    async function* guarded(): AsyncGenerator<Uint8Array> {
-      try {
-        for await (const part of body) yield typeof part === 'string' ? Buffer.from(part, 'utf8') : part
-      } catch (error) {
-        bodyFailed = true
-        bodyError = error
-        throw error
-      }
-    }
-    let response: Dispatcher.ResponseData
-    try {
-      response = await this.#dispatcher.request({
-        origin: url.origin, path: url.pathname, method: 'PUT',
-        headers: await this.#headers({ 'content-type': 'application/json', accept: 'application/json' }, signal),
-        // Readable.from pulls the generator only as the socket drains.
-        body: Readable.from(guarded(), { objectMode: false }),
-        ...(signal === undefined ? {} : { signal }),
-      })
-    } catch (cause) {
-      if (bodyFailed) throw bodyError
-      if (signal?.aborted === true) throw signal.reason
-      throw new ServiceError('UPSTREAM_UNAVAILABLE', { cause, data: { target: this.authority, package: packageName, reason: 'no answer' } })
-    }
-    await response.body.dump()
-    // The target answered before the body ended (e.g. a 401 read from the headers): the body's own failure, if any, comes first.
-    if (bodyFailed) throw bodyError
-    return { status: response.statusCode }
+    return this.#connection.send('PUT', this.documentUrl(packageName), { 'content-type': 'application/json', accept: 'application/json' }, body, { target: this.authority, package: packageName }, signal)
   }
 
   async close(): Promise<void> {
-    if (this.#owned) await this.#dispatcher.close()
+    await this.#connection.close()
   }
 }
 

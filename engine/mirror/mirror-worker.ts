@@ -22,7 +22,7 @@
  * it to its window (a job that cannot succeed is left for the redrive
  * policy; other transient failures wait out their window).
  */
-import { ServiceError, isServiceError, toServiceError } from '../errors.js'
+import { ServiceError, isServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
 import { PAUSE_CAP_UPSTREAM_READ_MS, type Admission } from '../memory/gate.js'
 import type { ArtifactResponse } from '../upstream/http1/artifact-response.js'
@@ -31,7 +31,7 @@ import { compareDigests, digestSet, DigestVerifier, expectedDigest } from './art
 import type { MirrorResult } from './mirror-counters.js'
 import type { MirrorJob } from './mirror-job.js'
 import { isTransientStatus, type ChunkCharge, type MirrorTarget, type TargetVersion } from './mirror-target.js'
-import { detailOf, JobOutcomes, MIRROR_JOB_REFUSED, MIRROR_PUBLISH_REFUSED } from './job-outcomes.js'
+import { JobOutcomes, MIRROR_JOB_REFUSED, MIRROR_PUBLISH_REFUSED } from './job-outcomes.js'
 import { attachmentName, Base64Chunker, publishDocumentParts } from './publish-body.js'
 import { publishedManifest, readPublicManifest, type ManifestSource } from './version-manifest.js'
 
@@ -76,9 +76,6 @@ export interface MirrorWorkerOptions {
 /** SPEC.md 8.1's rate for a js listing read: the worker's two document reads are listings too. */
 const DOCUMENT_CHARGE_PER_BYTE = 1.1
 
-// GATE_*: the proxy's memory is spoken for; the job waits out its window and comes back, never ahead of the requests.
-const TRANSIENT_CODES: ReadonlySet<string> = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_DECODE', 'GATE_SHED', 'GATE_PAUSE_TIMEOUT'])
-
 /** A chunk charge against the job's admission, or undefined when the worker runs on its own (no gate). */
 function chargeChunks(admission: Admission | undefined, signal: AbortSignal | undefined): ChunkCharge | undefined {
   if (admission === undefined) return undefined
@@ -98,9 +95,6 @@ export class MirrorWorker {
   readonly #outcomes: JobOutcomes
 
   constructor(options: MirrorWorkerOptions) {
-    if (!Number.isSafeInteger(options.maxArtifactBytes) || options.maxArtifactBytes <= 0) {
-      throw new ServiceError('CONFIG_INVALID', { message: 'maxArtifactBytes must be a positive integer' })
-    }
     this.#source = options.source
     this.#target = options.target
     this.#max = options.maxArtifactBytes
@@ -118,11 +112,7 @@ export class MirrorWorker {
       if (this.#memory !== undefined) admission = await this.#memory.enter(signal)
       return await this.#process(job, where, signal, chargeChunks(admission, signal))
     } catch (error) {
-      if (signal?.aborted === true) throw signal.reason
-      const failure = toServiceError(error)
-      if (TRANSIENT_CODES.has(failure.code)) return this.#outcomes.retried(where, failure.code, 'leave', failure)
-      this.#logger.warn(MIRROR_JOB_REFUSED, { ...where, result: 'upstream_refused', code: failure.code, ...detailOf(failure) })
-      return { result: 'upstream_refused', disposition: 'leave', reason: failure.code }
+      return this.#outcomes.failed(where, error, signal)
     } finally {
       admission?.release()
     }

@@ -26,12 +26,12 @@
  *     a `collision`; a 409 for a file it does not list is retried.
  */
 import { createHash } from 'node:crypto'
-import { ServiceError, isServiceError, toServiceError } from '../errors.js'
+import { ServiceError, isServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
 import { digestSet, DigestVerifier } from './artifact-digest.js'
 import type { MirrorJob } from './mirror-job.js'
 import { isTransientStatus } from './mirror-target.js'
-import { detailOf, JobOutcomes, MIRROR_JOB_REFUSED, MIRROR_PUBLISH_REFUSED } from './job-outcomes.js'
+import { JobOutcomes, MIRROR_JOB_REFUSED, MIRROR_PUBLISH_REFUSED } from './job-outcomes.js'
 import {
   MIRROR_COLLISION, MIRROR_INTEGRITY_MISMATCH, MIRROR_JOB_MIRRORED,
   type MirrorOutcome, type PublicArtifactSource,
@@ -52,7 +52,6 @@ export interface PyMirrorWorkerOptions {
   readonly logger: Logger
 }
 
-const TRANSIENT_CODES: ReadonlySet<string> = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_DECODE'])
 
 /** The job's sha256 as lower-case hex, from its SRI `integrity`. */
 export function jobSha256(job: Pick<MirrorJob, 'integrity' | 'shasum'>): string | undefined {
@@ -69,9 +68,6 @@ export class PyMirrorWorker {
   readonly #outcomes: JobOutcomes
 
   constructor(options: PyMirrorWorkerOptions) {
-    if (!Number.isSafeInteger(options.maxArtifactBytes) || options.maxArtifactBytes <= 0) {
-      throw new ServiceError('CONFIG_INVALID', { message: 'maxArtifactBytes must be a positive integer' })
-    }
     this.#source = options.source
     this.#target = options.target
     this.#max = options.maxArtifactBytes
@@ -85,11 +81,7 @@ export class PyMirrorWorker {
     try {
       return await this.#process(job, where, signal)
     } catch (error) {
-      if (signal?.aborted === true) throw signal.reason
-      const failure = toServiceError(error)
-      if (TRANSIENT_CODES.has(failure.code)) return this.#outcomes.retried(where, failure.code, 'leave', failure)
-      this.#logger.warn(MIRROR_JOB_REFUSED, { ...where, result: 'upstream_refused', code: failure.code, ...detailOf(failure) })
-      return { result: 'upstream_refused', disposition: 'leave', reason: failure.code }
+      return this.#outcomes.failed(where, error, signal)
     }
   }
 

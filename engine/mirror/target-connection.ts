@@ -1,0 +1,151 @@
+/**
+ * What the js mirror target (mirror-target.ts) and the py upload target
+ * (py-upload-target.ts) share: the base URL check, one undici Agent (or the
+ * test's dispatcher), the credential as each protocol writes it, and the
+ * two exchanges both make, a page read (the idempotency lookup) and a
+ * streamed body send (the publish or the upload).
+ *
+ * The target is operator-configured and trusted, like the private upstream:
+ * no egress guard, and no redirect followed (undici's request follows none).
+ * Bodies are always consumed or destroyed; none is logged.
+ */
+import { Readable } from 'node:stream'
+import { Agent, type Dispatcher } from 'undici'
+import { ServiceError } from '../errors.js'
+import type { BearerToken } from '../secret.js'
+
+export interface TargetConnectionOptions {
+  readonly token?: BearerToken | undefined
+  /** A minted credential sent instead of `token`, asked for on each request (engine/upstream/credentials/). */
+  readonly credential?: { token(signal?: AbortSignal): Promise<BearerToken> } | undefined
+  /** Largest document or page a lookup reads (the metadata ingest ceiling). */
+  readonly maxDocumentBytes: number
+  /** Milliseconds to wait for response headers (a publish waits for the target to store the artifact). */
+  readonly headersTimeoutMs?: number
+  /** Milliseconds of silence allowed between body chunks. */
+  readonly bodyTimeoutMs?: number
+  /** Tests pass their own. */
+  readonly dispatcher?: Dispatcher
+}
+
+/** Statuses that say "try again": the target is overloaded or briefly failing. */
+export function isTransientStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500
+}
+
+/** A target URL as a base (ending in `/`); `what` names the setting in the refusal. */
+export function targetBase(raw: string, what: string): URL {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ServiceError('CONFIG_INVALID', { message: `the ${what} URL does not parse` })
+  }
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+    throw new ServiceError('CONFIG_INVALID', { message: `the ${what} URL must carry no userinfo, query or fragment; use mirror.token` })
+  }
+  return new URL(url.href.endsWith('/') ? url.href : `${url.href}/`)
+}
+
+export class TargetConnection {
+  readonly maxDocumentBytes: number
+  readonly #authority: string
+  readonly #token: BearerToken | undefined
+  readonly #credential: TargetConnectionOptions['credential']
+  /** How the protocol writes the credential: `Bearer …` for npm, Basic `__token__:…` for twine. */
+  readonly #authorization: (token: BearerToken) => string
+  readonly #dispatcher: Dispatcher
+  readonly #owned: boolean
+
+  constructor(options: TargetConnectionOptions, authority: string, authorization: (token: BearerToken) => string) {
+    if (!Number.isSafeInteger(options.maxDocumentBytes) || options.maxDocumentBytes <= 0) {
+      throw new ServiceError('CONFIG_INVALID', { message: 'maxDocumentBytes must be a positive integer' })
+    }
+    this.maxDocumentBytes = options.maxDocumentBytes
+    this.#authority = authority
+    this.#token = options.token
+    this.#credential = options.credential
+    this.#authorization = authorization
+    this.#owned = options.dispatcher === undefined
+    this.#dispatcher = options.dispatcher ?? new Agent({
+      headersTimeout: options.headersTimeoutMs ?? 300_000,
+      bodyTimeout: options.bodyTimeoutMs ?? 60_000,
+      connections: 8,
+    })
+  }
+
+  async #headers(extra: Record<string, string>, signal: AbortSignal | undefined): Promise<Record<string, string>> {
+    // A credential refusal (breaker open, mint failed) is a transient target failure: the job is retried.
+    const token = this.#credential === undefined ? this.#token : await this.#credential.token(signal).catch((cause: unknown) => {
+      throw new ServiceError('UPSTREAM_UNAVAILABLE', { cause, data: { target: this.#authority, reason: 'credential' } })
+    })
+    return token === undefined ? extra : { ...extra, authorization: this.#authorization(token) }
+  }
+
+  /**
+   * GETs a page the target lists its holdings on: the 200 answer (its body
+   * for the caller to read), or undefined on 404. Throws UPSTREAM_UNAVAILABLE
+   * for a transient failure or no answer, UPSTREAM_REFUSED for any other status.
+   */
+  async page(url: URL, accept: string, where: Readonly<Record<string, unknown>>, signal?: AbortSignal): Promise<Dispatcher.ResponseData | undefined> {
+    let response: Dispatcher.ResponseData
+    try {
+      response = await this.#dispatcher.request({
+        origin: url.origin, path: url.pathname, method: 'GET',
+        headers: await this.#headers({ accept, 'accept-encoding': 'identity' }, signal),
+        ...(signal === undefined ? {} : { signal }),
+      })
+    } catch (cause) {
+      if (signal?.aborted === true) throw signal.reason
+      if (cause instanceof ServiceError) throw cause
+      throw new ServiceError('UPSTREAM_UNAVAILABLE', { cause, data: { ...where, reason: 'no answer' } })
+    }
+    const status = response.statusCode
+    if (status === 200) return response
+    await response.body.dump()
+    if (status === 404) return undefined
+    throw new ServiceError(isTransientStatus(status) ? 'UPSTREAM_UNAVAILABLE' : 'UPSTREAM_REFUSED', { data: { ...where, status } })
+  }
+
+  /**
+   * Sends `body`, pulled only as the socket drains (so a slow target slows
+   * the upstream read). A body that throws aborts the request, and its error
+   * is what this throws, also when the target answered before the body ended
+   * (e.g. a 401 read from the headers). Any HTTP status comes back; a request
+   * that got no answer throws UPSTREAM_UNAVAILABLE.
+   */
+  async send(method: 'PUT' | 'POST', url: URL, headers: Record<string, string>, body: AsyncIterable<Uint8Array | string>, where: Readonly<Record<string, unknown>>, signal?: AbortSignal): Promise<{ readonly status: number }> {
+    let bodyError: unknown
+    let bodyFailed = false
+    async function* guarded(): AsyncGenerator<Uint8Array> {
+      try {
+        for await (const part of body) yield typeof part === 'string' ? Buffer.from(part, 'utf8') : part
+      } catch (error) {
+        bodyFailed = true
+        bodyError = error
+        throw error
+      }
+    }
+    let response: Dispatcher.ResponseData
+    try {
+      response = await this.#dispatcher.request({
+        origin: url.origin, path: url.pathname, method,
+        headers: await this.#headers(headers, signal),
+        body: Readable.from(guarded(), { objectMode: false }),
+        ...(signal === undefined ? {} : { signal }),
+      })
+    } catch (cause) {
+      if (bodyFailed) throw bodyError
+      if (signal?.aborted === true) throw signal.reason
+      if (cause instanceof ServiceError) throw cause
+      throw new ServiceError('UPSTREAM_UNAVAILABLE', { cause, data: { ...where, reason: 'no answer' } })
+    }
+    await response.body.dump()
+    if (bodyFailed) throw bodyError
+    return { status: response.statusCode }
+  }
+
+  async close(): Promise<void> {
+    if (this.#owned) await this.#dispatcher.close()
+  }
+}
