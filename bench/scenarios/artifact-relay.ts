@@ -13,7 +13,18 @@
  * its own (bench/runners/artifact-relay-server.ts); the load comes from a
  * third (wrk, else autocannon). BENCH_DURATION_SECONDS sizes each run
  * (default 8 s after a 2 s warm-up); the proxy and the nginx relay take the
- * median of BENCH_RELAY_ROUNDS alternating rounds (default 3).
+ * median of BENCH_RELAY_ROUNDS alternating rounds (default 5: on a shared
+ * 2-core machine one round of either server swings by a third, so three
+ * left the median to one lucky or unlucky run).
+ *
+ * RSS across the run (issue 18: "RSS flat across the run"): after each point
+ * the resident set (VmRSS, not the high-water mark) of the proxy and of the
+ * nginx relay's processes is printed, and the proxy's drift from the first
+ * point at full concurrency to the end of the throughput runs is held to
+ * one read buffer per connection (64 x 256 KiB).
+ *
+ * BENCH_RELAY_CPU_PROF=<dir> runs the throughput relay process under
+ * `--cpu-prof`, its profile written to that folder when the scenario ends.
  */
 import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -28,7 +39,7 @@ import { fetchBytes, measureServer, type LoadShape } from '../lib/baselines.js'
 import { defaultLoadTool } from '../lib/load.js'
 import { loadWarnings, type MeasuredServer } from '../lib/load-rows.js'
 import { isUnavailable, startNginx, type NginxServer } from '../lib/nginx.js'
-import { peakRssBytes } from '../lib/peak-rss.js'
+import { peakRssBytes, processTree } from '../lib/peak-rss.js'
 import type { Measurement, Row, Scenario, ScenarioResult } from '../lib/scenario.js'
 
 const MIB = 1024 * 1024
@@ -40,6 +51,8 @@ const SLOW_CLIENTS = 64
 const SLOW_RATE = 512 * 1024
 const SLOW_SECONDS = 8
 const RSS_TARGET_GROWTH = 64 * MIB
+/** The proxy's RSS drift over the throughput runs: one 256 KiB read buffer for each of 64 connections. */
+const RSS_TARGET_DRIFT = 16 * MIB
 
 interface Artifact { readonly label: string, readonly bytes: number, readonly name: string, readonly file: string, readonly body: Buffer }
 
@@ -49,9 +62,11 @@ function artifactPath(a: Artifact): string {
 
 interface RelayProcess { readonly origin: string, readonly pid: number, stop(): Promise<void> }
 
-async function startRelay(upstream: string): Promise<RelayProcess> {
+async function startRelay(upstream: string, profileDir?: string): Promise<RelayProcess> {
   const runner = fileURLToPath(new URL('../runners/artifact-relay-server.js', import.meta.url))
-  const child = fork(runner, [upstream], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], execArgv: [] })
+  // The runner exits through process.exit on SIGTERM, which writes the profile.
+  const execArgv = profileDir === undefined || profileDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
+  const child = fork(runner, [upstream], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], execArgv })
   const peer = new ChildPeer('artifact relay', child)
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the relay did not listen:\n${peer.output}`)), 30_000)
@@ -72,6 +87,16 @@ async function rssBytes(pid: number): Promise<number | undefined> {
   } catch {
     return undefined
   }
+}
+
+/** The summed VmRSS of a process and its descendants (nginx: the master and its worker). */
+async function treeRssBytes(pid: number): Promise<number | undefined> {
+  let total: number | undefined
+  for (const member of await processTree(pid)) {
+    const rss = await rssBytes(member)
+    if (rss !== undefined) total = (total ?? 0) + rss
+  }
+  return total
 }
 
 /**
@@ -137,7 +162,7 @@ const scenario: Scenario = {
   name: 'artifact-relay',
   async run(): Promise<ScenarioResult> {
     const duration = Number(process.env.BENCH_DURATION_SECONDS ?? 8)
-    const rounds = Math.max(1, Math.floor(Number(process.env.BENCH_RELAY_ROUNDS ?? 3)))
+    const rounds = Math.max(1, Math.floor(Number(process.env.BENCH_RELAY_ROUNDS ?? 5)))
     const root = await mkdtemp(join(tmpdir(), 'bench-artifacts-'))
     const notes: string[] = []
     const rows: Row[] = []
@@ -156,7 +181,7 @@ const scenario: Scenario = {
       const started = await startNginx({ kind: 'static', root, defaultType: 'application/octet-stream' })
       if (isUnavailable(started)) throw new Error(`the origin cannot run: ${started.unavailable}`)
       origin = started
-      relay = await startRelay(origin.origin)
+      relay = await startRelay(origin.origin, process.env.BENCH_RELAY_CPU_PROF)
       const relayNginx = await startNginx({ kind: 'relay', origin: origin.origin })
       nginxRelay = isUnavailable(relayNginx) ? relayNginx.unavailable : relayNginx
       try {
@@ -193,6 +218,8 @@ const scenario: Scenario = {
         }
       }
 
+      /** The proxy's VmRSS after each point, for the drift row. */
+      const proxyRss: { label: string, connections: number, bytes: number }[] = []
       // The proxy and the nginx relay are measured in alternating rounds (their order
       // swapped each round) and each is given its median: on a shared machine the
       // background load drifts within a minute, and one run each would credit or
@@ -220,7 +247,8 @@ const scenario: Scenario = {
           }
           if (rounds > 1) {
             const spread = (name: string): string => (runs[name] ?? []).map((m) => (m.load.bytesPerSecond / MB).toFixed(0)).join('/')
-            notes.push(`${label} MB/s per round: proxy ${spread('proxy')}, nginx relay ${spread('nginx relay')}`)
+            const p99s = (name: string): string => (runs[name] ?? []).map((m) => m.load.p99Ms.toFixed(1)).join('/')
+            notes.push(`${label} MB/s per round: proxy ${spread('proxy')}, nginx relay ${spread('nginx relay')}; p99 ms per round: proxy ${p99s('proxy')}, nginx relay ${p99s('nginx relay')}`)
           }
           const own = measured['proxy'] as Median
           const pick = (m: Median | string, f: (x: Median) => Measurement): Measurement | string => (typeof m === 'string' ? m : f(m))
@@ -233,7 +261,34 @@ const scenario: Scenario = {
           // Issue 18: at least 0.9x nginx's throughput and at most 1.2x its p99 at every point.
           rows.push({ metric: `${label} throughput`, project: throughput(own), baselines: baselines(throughput), goal: { baseline: 'nginx', goodness: 0.9, text: '>= 0.9x nginx' } })
           rows.push({ metric: `${label} p99 latency`, project: p99(own), baselines: baselines(p99), goal: { baseline: 'nginx', goodness: 1 / 1.2, text: '<= 1.2x nginx' } })
+          // Resident now, after the point's runs: a leak or a buffer kept per request shows as a climb.
+          const rss = await rssBytes(relay.pid)
+          const nginxRss = typeof nginxRelay === 'string' ? undefined : await treeRssBytes(nginxRelay.pid)
+          if (rss !== undefined) {
+            proxyRss.push({ label, connections, bytes: rss })
+            rows.push({
+              metric: `${label} RSS after`,
+              project: measurement('MiB', 'lower', rss / MIB),
+              baselines: { nginx: nginxRss === undefined ? 'not read' : measurement('MiB', 'lower', nginxRss / MIB) },
+            })
+          }
         }
+      }
+
+      // Flat: from the first point at full concurrency (every connection and buffer made) to the end.
+      const top = Math.max(...CONCURRENCY)
+      const first = proxyRss.find((r) => r.connections === top)
+      const last = proxyRss[proxyRss.length - 1]
+      if (first !== undefined && last !== undefined) {
+        // The highest RSS from that point on, against that point's RSS plus the allowance.
+        const highest = Math.max(...proxyRss.slice(proxyRss.indexOf(first)).map((r) => r.bytes))
+        rows.push({
+          metric: `RSS highest from ${first.label} to the end of the throughput runs`,
+          project: measurement('MiB', 'lower', highest / MIB),
+          baselines: { target: measurement('MiB', 'lower', (first.bytes + RSS_TARGET_DRIFT) / MIB) },
+          goal: { baseline: 'target', goodness: 1, text: `<= ${first.label} RSS + ${RSS_TARGET_DRIFT / MIB} MiB` },
+        })
+        notes.push(`proxy RSS after each point (MiB): ${proxyRss.map((r) => `${r.label} ${(r.bytes / MIB).toFixed(1)}`).join(', ')}`)
       }
 
       // A fresh relay process for the memory figure, so the throughput runs do not set its baseline.

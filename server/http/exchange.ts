@@ -49,10 +49,10 @@ export class Exchange {
   readonly path: string
   readonly query: string
   readonly headers: ReadonlyMap<string, string>
-  readonly remoteAddress: string
 
   readonly #res: HttpResponse
   readonly #hooks: ExchangeHooks
+  #remoteAddress: string | undefined
   #closed = false
   #reason: CloseReason | undefined
   #inHandler = true
@@ -78,7 +78,18 @@ export class Exchange {
       headers.set(key, prior === undefined ? value : `${prior}${key === 'cookie' ? '; ' : ', '}${value}`)
     })
     this.headers = headers
-    this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
+  }
+
+  /**
+   * The peer's address as text, read on first use: uWS asks the kernel
+   * (getpeername) each time, a syscall per request that no route needs on
+   * its hot path (bench/scenarios/artifact-relay.ts). The response is valid
+   * until it ends, not only in the synchronous handler; after the end `res`
+   * MUST NOT be touched, so an address never read by then is ''.
+   */
+  get remoteAddress(): string {
+    if (this.#remoteAddress === undefined && !this.#closed) this.#remoteAddress = Buffer.from(this.#res.getRemoteAddressAsText()).toString()
+    return this.#remoteAddress ?? ''
   }
 
   /** Marks the end of the synchronous handler; later writes are corked. */

@@ -3,6 +3,8 @@ import { connect } from 'node:net'
 import { once } from 'node:events'
 import { freePort } from '../helpers/ports.js'
 import { OFFLINE_JS_MOUNT, startTestProxy } from '../helpers/proxy.js'
+import { FrontDoor } from '../../server/http/front-door.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 
 t.test('fixed routes of the /js mount (SPEC.md 4.1)', async (t) => {
   const proxy = await startTestProxy(t)
@@ -103,4 +105,29 @@ t.test('server.compatPort: the proxy also answers HTTP/1.0 health checks on its 
   t.notMatch(text.toLowerCase(), /transfer-encoding: chunked/, 'no chunked encoding for HTTP/1.0')
   t.match(text, /"status":"ready"/)
   t.equal(proxy.config.server.compatPort, compatPort)
+})
+
+t.test('remoteAddress is read on first use, outside the handler too, and never from an ended response', async (t) => {
+  const door = new FrontDoor({ host: '127.0.0.1', port: 0, logger: new RecordingLogger() })
+  const seen: { during?: string, after?: string, unread?: string } = {}
+  door.route('get', '/peer', async (ex) => {
+    await Promise.resolve() // after the synchronous handler: res is still valid until it ends
+    seen.during = ex.remoteAddress
+    ex.respond(200, { 'content-type': 'text/plain' }, 'ok')
+    seen.after = ex.remoteAddress
+  })
+  door.route('get', '/unread', (ex) => {
+    ex.respond(200, { 'content-type': 'text/plain' }, 'ok')
+    seen.unread = ex.remoteAddress
+  })
+  const port = await door.listen()
+  t.teardown(() => door.stopAccepting())
+  for (const path of ['/peer', '/unread']) {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`)
+    t.equal(res.status, 200)
+    await res.text()
+  }
+  t.match(seen.during, /127\.0\.0\.1$/, 'the peer address (uWS may write it IPv4-mapped)')
+  t.equal(seen.after, seen.during, 'kept once read')
+  t.equal(seen.unread, '', 'an ended response is not asked')
 })

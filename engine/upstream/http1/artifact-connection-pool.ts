@@ -86,15 +86,18 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
    * signal's reason when it aborts first.
    */
   async request(url: URL, request: ArtifactRequest, upstream: string): Promise<ArtifactResponse> {
-    const lines = [`${request.method} ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`]
-    for (const [name, value] of Object.entries(request.headers)) {
+    // One string built by appending (no entries array, no lines array): this runs per artifact request.
+    let text = `${request.method} ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\n`
+    const headers = request.headers
+    for (const name in headers) {
+      const value = headers[name] as string
       if (!HEADER_NAME.test(name) || CONTROL.test(value)) throw badResponse(upstream, 'invalid request header')
-      lines.push(`${name}: ${value}`)
+      text += `${name}: ${value}\r\n`
     }
     // Telemetry (engine/telemetry/artifact-client-channel.ts): undefined, and nothing allocated, when off.
     const traced = artifactRequest(url.origin, request.method)
-    if (traced?.added !== undefined) lines.push(...traced.added)
-    const text = `${lines.join('\r\n')}\r\n\r\n`
+    if (traced?.added !== undefined) for (const line of traced.added) text += `${line}\r\n`
+    text += '\r\n'
     for (let attempt = 0; ; attempt++) {
       // A retry after a stale keep-alive connection takes a fresh one.
       const idle = attempt === 0 ? this.#takeIdle(url.origin) : undefined
