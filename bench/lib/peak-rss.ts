@@ -7,15 +7,40 @@
  */
 import { readFile } from 'node:fs/promises'
 
-export async function peakRssBytes(pid: number): Promise<number | undefined> {
+/** One kB field of `/proc/PID/status` in bytes; undefined when the process is gone or has none. */
+async function statusBytes(pid: number, field: 'VmHWM' | 'VmRSS'): Promise<number | undefined> {
   let status: string
   try {
     status = await readFile(`/proc/${pid}/status`, 'utf8')
   } catch {
     return undefined
   }
-  const match = /^VmHWM:\s+(\d+)\s+kB$/m.exec(status)
+  const match = new RegExp(`^${field}:\\s+(\\d+)\\s+kB$`, 'm').exec(status)
   return match === null ? undefined : Number(match[1]) * 1024
+}
+
+export async function peakRssBytes(pid: number): Promise<number | undefined> {
+  return statusBytes(pid, 'VmHWM')
+}
+
+/** The resident memory of `pid` now (VmRSS). */
+export async function rssBytes(pid: number): Promise<number | undefined> {
+  return statusBytes(pid, 'VmRSS')
+}
+
+/** `read` summed over `pid` and its descendants; undefined when none can be read. */
+async function treeSum(pid: number, read: (pid: number) => Promise<number | undefined>): Promise<number | undefined> {
+  let total: number | undefined
+  for (const member of await processTree(pid)) {
+    const bytes = await read(member)
+    if (bytes !== undefined) total = (total ?? 0) + bytes
+  }
+  return total
+}
+
+/** The summed VmRSS of `pid` and its descendants now (nginx: the master and its worker). */
+export async function treeRssBytes(pid: number): Promise<number | undefined> {
+  return treeSum(pid, rssBytes)
 }
 
 /** The pid and its descendants, from `/proc/PID/task/TID/children`. */
@@ -35,14 +60,5 @@ export async function processTree(pid: number): Promise<number[]> {
 }
 
 export async function treePeakRssBytes(pid: number): Promise<number | undefined> {
-  let total = 0
-  let seen = false
-  for (const member of await processTree(pid)) {
-    const peak = await peakRssBytes(member)
-    if (peak !== undefined) {
-      total += peak
-      seen = true
-    }
-  }
-  return seen ? total : undefined
+  return treeSum(pid, peakRssBytes)
 }

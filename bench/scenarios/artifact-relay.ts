@@ -28,7 +28,7 @@
  */
 import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -39,7 +39,7 @@ import { fetchBytes, measureServer, type LoadShape } from '../lib/baselines.js'
 import { defaultLoadTool } from '../lib/load.js'
 import { loadWarnings, type MeasuredServer } from '../lib/load-rows.js'
 import { isUnavailable, startNginx, type NginxServer } from '../lib/nginx.js'
-import { peakRssBytes, processTree } from '../lib/peak-rss.js'
+import { peakRssBytes, rssBytes, treeRssBytes } from '../lib/peak-rss.js'
 import type { Measurement, Row, Scenario, ScenarioResult } from '../lib/scenario.js'
 
 const MIB = 1024 * 1024
@@ -78,25 +78,6 @@ async function startRelay(upstream: string, profileDir?: string): Promise<RelayP
     void peer.exited.then(() => { clearTimeout(timer); reject(new Error(`the relay exited:\n${peer.output}`)) })
   })
   return { origin: `http://127.0.0.1:${port}/js`, pid: peer.pid, stop: () => peer.stop() }
-}
-
-async function rssBytes(pid: number): Promise<number | undefined> {
-  try {
-    const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'))
-    return match === null ? undefined : Number(match[1]) * 1024
-  } catch {
-    return undefined
-  }
-}
-
-/** The summed VmRSS of a process and its descendants (nginx: the master and its worker). */
-async function treeRssBytes(pid: number): Promise<number | undefined> {
-  let total: number | undefined
-  for (const member of await processTree(pid)) {
-    const rss = await rssBytes(member)
-    if (rss !== undefined) total = (total ?? 0) + rss
-  }
-  return total
 }
 
 /**

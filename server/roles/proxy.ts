@@ -81,11 +81,15 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const sampler = new BudgetSampler({ gate, plan, readMemoryInUse: memoryInUseReader(config.runtime.cgroupPath), readThreadHeaps: () => threadHeaps.readings() })
   sampler.start()
 
+  // Threads past the first retire when idle and return their heaps; a task paused on its response charge holds no thread (engine/memory/v8-limits.ts says why).
   const pool = new Piscina({
     filename: siblingModule('../../workers/packument-task'),
-    minThreads: limits.poolThreads,
+    minThreads: limits.poolMinThreads,
     maxThreads: limits.poolThreads,
-    idleTimeout: 60_000,
+    idleTimeout: limits.poolIdleTimeoutMs,
+    concurrentTasksPerWorker: limits.poolTasksPerThread,
+    // An idle thread must keep its event loop: Atomics.wait would stop its heap report and V8's memory reducer.
+    atomics: 'disabled',
     resourceLimits: limits.workerResourceLimits,
     workerData: heapReportWorkerData(threadHeaps),
   })
