@@ -97,7 +97,11 @@ export class ArtifactConnection implements ExchangeConnection {
     this.#end = n
     const more = exchange.received(buf, 0, n)
     this.#paused = !more
-    return more
+    // At the head's end the body has no consumer yet, and gets one within a
+    // tick. Stopping the handle now and starting it again then costs two
+    // epoll_ctl calls per response (issue 18): keep reading. A read that
+    // comes first waits in the backlog, and that one does stop the handle.
+    return more || exchange.awaitingConsumer
   }
 
   #onClose(eof: boolean): void {

@@ -58,6 +58,8 @@ export class ArtifactExchange implements ArtifactBodySource, ResponseReader {
   #blocked = false
   /** The Readable wants data (it called _read). */
   #wanted = false
+  /** A consumer attached or asked for data at least once. */
+  #consumerSeen = false
   #finished = false
   #timer: NodeJS.Timeout | undefined
   #timerKind: 'headers' | 'idle' | 'paused' | undefined
@@ -73,6 +75,10 @@ export class ArtifactExchange implements ArtifactBodySource, ResponseReader {
   }
 
   get finished(): boolean { return this.#finished }
+
+  get awaitingConsumer(): boolean {
+    return this.#headDone && !this.#finished && !this.#consumerSeen
+  }
 
   #arm(kind: 'headers' | 'idle' | 'paused'): void {
     if (this.#timerKind === kind && this.#timer !== undefined) {
@@ -247,6 +253,7 @@ export class ArtifactExchange implements ArtifactBodySource, ResponseReader {
 
   attach(sink: ArtifactSink): void {
     this.#sink = sink
+    this.#consumerSeen = true
     this.#wanted = true
     this.#resume()
   }
@@ -257,6 +264,7 @@ export class ArtifactExchange implements ArtifactBodySource, ResponseReader {
   }
 
   want(): void {
+    this.#consumerSeen = true
     this.#wanted = true
     this.#resume()
   }

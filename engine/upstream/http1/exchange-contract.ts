@@ -12,6 +12,12 @@ export interface ResponseReader {
   readonly finished: boolean
   /** A read arrived in `buf[pos, end)`; false stops the socket reading until the reader resumes it. */
   received(buf: Buffer, pos: number, end: number): boolean
+  /**
+   * The head is parsed and no consumer has asked for the body yet: the
+   * reader holds its read, but one is about to attach (the caller resumes on
+   * the next tick), so the socket need not stop reading for it.
+   */
+  readonly awaitingConsumer: boolean
   /** Parses a held read `buf[pos, end)` again; false while the consumer still holds the buffer. */
   pump(buf: Buffer, pos: number, end: number): boolean
   /** The socket ended (`eof`, a FIN) or closed; `error` is what it failed with, if anything. */
