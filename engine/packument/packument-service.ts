@@ -249,10 +249,14 @@ export class PackumentService {
       }
       return held
     }
-    if (held?.freshness?.regateAt !== undefined && this.#o.clock.now() >= held.freshness.regateAt) this.#revalidations.regated++
+    const regate = held?.freshness?.regateAt !== undefined && this.#o.clock.now() >= held.freshness.regateAt
     const load = held !== undefined && state === 'revalidate'
       ? (signal: AbortSignal) => this.#revalidate(request, held, signal)
-      : (signal: AbortSignal) => this.#load(request, signal)
+      : (signal: AbortSignal) => {
+          // Counted by the leader only: joiners share its render.
+          if (regate) this.#revalidations.regated++
+          return this.#load(request, signal)
+        }
     return cache.assembled.lead(key, load, request.signal)
   }
 
