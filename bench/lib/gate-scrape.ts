@@ -6,6 +6,7 @@
  * one small text answer per read.
  */
 import { request } from 'undici'
+import { PeriodicReader } from './periodic-reader.js'
 
 export interface GateReading {
   readonly at: number
@@ -45,44 +46,15 @@ export function parseGate(text: string, at: number): GateReading {
   }
 }
 
-export class GateScraper {
-  readonly #url: string
-  readonly #intervalMs: number
-  readonly #readings: GateReading[] = []
-  #timer: NodeJS.Timeout | undefined
-  #reading = false
-
+/** The gate's figures from the proxy's Prometheus endpoint, read every `intervalMs`. */
+export class GateScraper extends PeriodicReader<GateReading> {
   constructor(url: string, intervalMs = 250) {
-    this.#url = url
-    this.#intervalMs = intervalMs
-  }
-
-  get readings(): readonly GateReading[] { return this.#readings }
-
-  start(): void {
-    if (this.#timer !== undefined) return
-    this.#timer = setInterval(() => { void this.read() }, this.#intervalMs)
-  }
-
-  stop(): void {
-    clearInterval(this.#timer)
-    this.#timer = undefined
-  }
-
-  async read(): Promise<GateReading | undefined> {
-    if (this.#reading) return undefined
-    this.#reading = true
-    try {
-      const res = await request(this.#url, { headersTimeout: 5000, bodyTimeout: 5000 })
+    super(async () => {
+      const res = await request(url, { headersTimeout: 5000, bodyTimeout: 5000 })
       const text = await res.body.text()
-      if (res.statusCode !== 200) return undefined
-      const reading = parseGate(text, performance.now())
-      this.#readings.push(reading)
-      return reading
-    } catch {
-      return undefined
-    } finally {
-      this.#reading = false
-    }
+      return res.statusCode === 200 ? parseGate(text, performance.now()) : undefined
+    }, intervalMs)
   }
+
+  get readings(): readonly GateReading[] { return this.values }
 }

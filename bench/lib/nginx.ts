@@ -132,7 +132,8 @@ http {
 `
 }
 
-async function freePort(): Promise<number> {
+/** A port that was free a moment ago on 127.0.0.1 (the scenarios' peers take theirs from here too). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer()
     server.once('error', reject)

@@ -6,6 +6,7 @@
  * the launcher starts later (the service itself) is counted from then on.
  */
 import { treeRssBytes } from './peak-rss.js'
+import { PeriodicReader } from './periodic-reader.js'
 
 export interface RssSample {
   /** performance.now() when read. */
@@ -13,56 +14,31 @@ export interface RssSample {
   readonly bytes: number
 }
 
-export class RssSampler {
-  readonly #pid: number
-  readonly #intervalMs: number
-  readonly #samples: RssSample[] = []
-  #timer: NodeJS.Timeout | undefined
-  #reading = false
-
+/** The summed RSS of a process tree, read every `intervalMs`. */
+export class RssSampler extends PeriodicReader<RssSample> {
   constructor(pid: number, intervalMs = 250) {
-    this.#pid = pid
-    this.#intervalMs = intervalMs
+    super(async () => {
+      const bytes = await treeRssBytes(pid)
+      return bytes === undefined ? undefined : { at: performance.now(), bytes }
+    }, intervalMs)
   }
 
-  get samples(): readonly RssSample[] { return this.#samples }
-
-  start(): void {
-    if (this.#timer !== undefined) return
-    this.#timer = setInterval(() => { void this.sample() }, this.#intervalMs)
-  }
-
-  stop(): void {
-    clearInterval(this.#timer)
-    this.#timer = undefined
-  }
+  get samples(): readonly RssSample[] { return this.values }
 
   /** Reads once now (skipped while the previous read is still running). */
-  async sample(): Promise<RssSample | undefined> {
-    if (this.#reading) return undefined
-    this.#reading = true
-    try {
-      const bytes = await treeRssBytes(this.#pid)
-      if (bytes === undefined) return undefined
-      const sample = { at: performance.now(), bytes }
-      this.#samples.push(sample)
-      return sample
-    } finally {
-      this.#reading = false
-    }
-  }
+  sample(): Promise<RssSample | undefined> { return this.read() }
 
   /** The largest sample taken in [from, to]; NaN when none was. */
   maxBetween(from: number, to: number): number {
     let max = NaN
-    for (const s of this.#samples) if (s.at >= from && s.at <= to && !(s.bytes <= max)) max = s.bytes
+    for (const s of this.values) if (s.at >= from && s.at <= to && !(s.bytes <= max)) max = s.bytes
     return max
   }
 
   /** The last sample taken at or before `at`; NaN when none was. */
   at(at: number): number {
     let value = NaN
-    for (const s of this.#samples) if (s.at <= at) value = s.bytes
+    for (const s of this.values) if (s.at <= at) value = s.bytes
     return value
   }
 }

@@ -40,6 +40,7 @@ import { localBin } from '../peers/repo-root.js'
 import { readPackument, type FixturePackumentName } from '../peers/shared-data.js'
 import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
+import { freePort } from '../lib/nginx.js'
 
 const execFileAsync = promisify(execFile)
 const MB = 1_000_000
@@ -566,14 +567,6 @@ async function startProxy(upstream: InstallUpstream, relay: CountingRelay, dir: 
   throw new Error(`the proxy did not become ready:\n${peer.output}`)
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    }).on('error', reject)
-  })
-}
 
 interface Measured { readonly wire: WireCount, readonly run: ClientRun }
 

@@ -14,7 +14,6 @@
  */
 import { spawn } from 'node:child_process'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
@@ -26,7 +25,7 @@ import { ChildPeer } from '../peers/child-peer.js'
 import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
 import { loadShapeFromEnv, measureServer } from '../lib/baselines.js'
 import { loadWarnings, type MeasuredServer } from '../lib/load-rows.js'
-import { isUnavailable, startNginx } from '../lib/nginx.js'
+import { freePort, isUnavailable, startNginx } from '../lib/nginx.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
 
 const MB = 1_000_000
@@ -38,14 +37,6 @@ function packumentName(): FixturePackumentName {
   return known
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    }).on('error', reject)
-  })
-}
 
 async function get(url: string, headers: Record<string, string>): Promise<{ status: number, headers: Record<string, unknown>, body: Buffer }> {
   const res = await request(url, { headers })

@@ -86,7 +86,7 @@ function packument(name: string, versions: Record<string, number>): object {
   const manifests: Record<string, object> = {}
   for (const [version, published] of Object.entries(versions)) {
     time[version] = new Date(published).toISOString()
-    manifests[version] = { name, version, dist: { tarball: `https://registry.test/${name}/-/${name}-${version}.tgz`, shasum: 'a'.repeat(40) } }
+    manifests[version] = { name, version, dist: { tarball: `http://127.0.0.1/${name}/-/${name}-${version}.tgz`, shasum: 'a'.repeat(40) } }
   }
   return { name, 'dist-tags': {}, versions: manifests, time }
 }
