@@ -122,9 +122,6 @@ interface Subject {
   readonly admission: Admission
 }
 
-/** One upstream's answer to a revalidation: `not-modified` means unchanged (a 304, or a miss again). */
-type Recheck = ChargedFetch
-
 type State = 'fresh' | 'stale' | 'revalidate' | 'reload'
 
 export interface PackumentRequest {
@@ -313,24 +310,25 @@ export class PackumentService {
     return this.#load(subject, signal, { private: priv, public: pub })
   }
 
-  async #recheck(client: UpstreamClient | undefined, source: SourceValidators, subject: Subject, signal: AbortSignal): Promise<Recheck> {
+  async #recheck(client: UpstreamClient | undefined, source: SourceValidators, subject: Subject, signal: AbortSignal): Promise<ChargedFetch> {
     if (client === undefined) return source.kind === 'absent' ? { kind: 'not-modified' } : { kind: 'absent' }
-    this.#o.cache.full.read()
-    const validators: DocumentValidators | undefined = source.kind === 'document' ? { ...(source.etag === undefined ? {} : { etag: source.etag }), ...(source.lastModified === undefined ? {} : { lastModified: source.lastModified }) } : undefined
-    const fetched = await fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, SOURCE_CHARGE_PER_BYTE[this.#o.ecosystem], signal, validators)
+    const fetched = await this.#read(client, subject, signal, source.kind === 'document' ? source : undefined)
     // A package that was missing and still is: nothing changed there.
     return fetched.kind === 'miss' && source.kind === 'miss' ? { kind: 'not-modified' } : fetched
   }
 
-  async #load(subject: Subject, signal: AbortSignal, prefetched?: { readonly private: Recheck; readonly public: Recheck }): Promise<AssembledResponse> {
-    const { privateClient, publicClient, ecosystem } = this.#o
-    const perByte = SOURCE_CHARGE_PER_BYTE[ecosystem]
+  /** One upstream document read, counted on the full store, charged to the subject's admission; conditional with `validators`. */
+  #read(client: UpstreamClient | undefined, subject: Subject, signal: AbortSignal, validators?: DocumentValidators): Promise<ChargedFetch> {
+    if (client !== undefined) this.#o.cache.full.read()
+    return fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, SOURCE_CHARGE_PER_BYTE[this.#o.ecosystem], signal, validators)
+  }
+
+  async #load(subject: Subject, signal: AbortSignal, prefetched?: { readonly private: ChargedFetch; readonly public: ChargedFetch }): Promise<AssembledResponse> {
+    const { privateClient, publicClient } = this.#o
     const readAt = this.#o.clock.now()
-    const fetchFrom = (client: UpstreamClient | undefined, held: Recheck | undefined): Promise<ChargedFetch> => {
-      if (held !== undefined && held.kind !== 'not-modified') return Promise.resolve(held)
-      if (client !== undefined) this.#o.cache.full.read()
-      return fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, perByte, signal)
-    }
+    // A side a revalidation read already is not read again; one that answered not-modified is read in full.
+    const fetchFrom = (client: UpstreamClient | undefined, held: ChargedFetch | undefined): Promise<ChargedFetch> =>
+      held !== undefined && held.kind !== 'not-modified' ? Promise.resolve(held) : this.#read(client, subject, signal)
     const owned = this.#o.ownsName?.(subject.packageName) === true
     const [priv, pub] = await Promise.all([fetchFrom(privateClient, prefetched?.private), fetchFrom(owned ? undefined : publicClient, prefetched?.public)])
     const failures = [priv, pub].flatMap((f) => (f.kind === 'failed' ? [f.error] : []))
