@@ -27,7 +27,9 @@
  *   own admission. A request that charged for work of its own and then waited
  *   on another's could deadlock on memory it holds itself: no route does so.
  * - Releasing returns every charge and the slot, however the request ends;
- *   it is idempotent.
+ *   it is idempotent. A charge made ahead of use on an upper bound (a
+ *   listing's response, engine/memory/prepaid-charge.ts) returns its unused
+ *   part early with `refund`.
  *
  * The hot path (`tryCharge`, and `charge` when the bytes fit) is two
  * comparisons and two additions, and `charge` then returns one shared
@@ -289,6 +291,15 @@ class GateCore {
     paused.resolve()
   }
 
+  /** Returns up to `bytes` of a started request's charges, never its entry step, and resumes what that allows. */
+  refund(state: AdmissionState, bytes: number): void {
+    const back = Math.min(bytes, state.charged - this.step)
+    if (state.released || !(back > 0)) return
+    state.charged -= back
+    this.charged -= back
+    this.drain()
+  }
+
   // Ending -----------------------------------------------------------------
 
   release(state: AdmissionState, reason: unknown): void {
@@ -363,6 +374,15 @@ export class Admission {
    */
   charge(bytes: number, options: ChargeOptions): Promise<void> {
     return this.#core.charge(this.#state, bytes, options)
+  }
+
+  /**
+   * Returns up to `bytes` of this request's charges before it ends (never
+   * the entry step): what an estimate charged ahead of use turned out not
+   * to need. After release it does nothing.
+   */
+  refund(bytes: number): void {
+    this.#core.refund(this.#state, bytes)
   }
 
   /** Returns every charge and the slot. Idempotent; paused charges reject with `reason`. */

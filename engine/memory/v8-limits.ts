@@ -27,17 +27,15 @@
  * against a task (a 20 MB packument renders in about 150 ms) so that a
  * steady load never makes threads start and stop.
  *
- * Tasks per thread: a render task waits inside its thread while the gate
- * pauses its response charge (SPEC.md 8.1). With one task per thread, two
- * such waiting tasks fill a 2-core pool, and the request holding the
- * overshoot right (the one whose end frees the memory they wait for) can
- * then sit in the pool's queue behind them until a pause times out. A waiting
- * task holds no CPU, so each thread takes up to its share of the serve
- * admission: every request that can be in flight can hold a task slot, and
- * the holder's render always finds one. The CPU-bound part of the tasks
- * still runs one at a time per thread; the memory they hold is what the gate
- * charged. (Issue 18: the flood bench still sees a few requests wait for the
- * 50 s read cap now and then; this removes one way to get there, not all.)
+ * Tasks per thread: one, Piscina's default. A render task never waits
+ * inside its thread: its response charge is taken before the pool gets it
+ * (engine/memory/prepaid-charge.ts). Until then a task waited inside its
+ * thread while the gate paused that charge, each thread took up to its
+ * share of the serve admission so the overshoot holder's render would find
+ * a slot, and the waiting tasks' scanned documents stacked on the thread's
+ * heap; under the flood bench the holder's render then stalled behind them
+ * until their pauses timed out. Every task now only computes, so a second
+ * one on the same thread would only hold a second document's heap.
  */
 import { MiB, type MemoryPlan } from './plan.js'
 
@@ -53,8 +51,6 @@ export interface V8Limits {
   readonly poolMinThreads: number
   /** Piscina `idleTimeout`: how long a thread past `poolMinThreads` stays without a task. */
   readonly poolIdleTimeoutMs: number
-  /** Piscina `concurrentTasksPerWorker`: the serve admission over the threads, rounded up (the header says why). */
-  readonly poolTasksPerThread: number
   /** Piscina `resourceLimits` for every worker. */
   readonly workerResourceLimits: WorkerResourceLimits
   /** Main thread `--max-old-space-size` in MiB; absent with no heap ceiling. */
@@ -73,7 +69,6 @@ const MAIN_OLD_MIN_MB = 64
 
 export function v8Limits(plan: MemoryPlan): V8Limits {
   const threads = plan.cores.value
-  const poolTasksPerThread = Math.max(1, Math.ceil(plan.serveMaxInFlight.value / threads))
   const areaMb = Math.floor(plan.allocationAreaBytes.value / MiB)
   const mainMaxSemiSpaceMb = Math.max(1, Math.floor(areaMb / 3))
   const semiFlag = `--max-semi-space-size=${mainMaxSemiSpaceMb}`
@@ -83,7 +78,6 @@ export function v8Limits(plan: MemoryPlan): V8Limits {
       poolThreads: threads,
       poolMinThreads: Math.min(POOL_MIN_THREADS, threads),
       poolIdleTimeoutMs: POOL_IDLE_TIMEOUT_MS,
-      poolTasksPerThread,
       workerResourceLimits: Object.freeze({ maxYoungGenerationSizeMb: areaMb }),
       mainMaxSemiSpaceMb,
       mainExecArgv: Object.freeze([semiFlag]),
@@ -97,7 +91,6 @@ export function v8Limits(plan: MemoryPlan): V8Limits {
     poolThreads: threads,
     poolMinThreads: Math.min(POOL_MIN_THREADS, threads),
     poolIdleTimeoutMs: POOL_IDLE_TIMEOUT_MS,
-    poolTasksPerThread,
     workerResourceLimits: Object.freeze({ maxYoungGenerationSizeMb: areaMb, maxOldGenerationSizeMb: workerOldMb }),
     mainMaxOldSpaceMb,
     mainMaxSemiSpaceMb,

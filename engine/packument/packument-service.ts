@@ -19,11 +19,13 @@ import type { Clock } from '../clock.js'
 import { isServiceError, ServiceError } from '../errors.js'
 import type { Admission } from '../memory/gate.js'
 import { REQUEST_TIMEOUT_MS } from '../memory/gate.js'
+import { chunkBytes, withPrepaidResponse } from '../memory/prepaid-charge.js'
 import { fetchCharged, type ChargedFetch } from '../upstream/charged-fetch.js'
 import type { DocumentValidators, UpstreamClient } from '../upstream/upstream-client.js'
 import { inChildSpan } from '../telemetry/work-span.js'
 import { codedEtag, COMPRESS_MIN_BYTES, type ContentCoding } from './content-coding.js'
 import { withholdingError, type SelectedVersion } from './merge.js'
+import { RESPONSE_CHARGE_PER_BASIS_BYTE } from './output-basis.js'
 import type { PackumentOutcome } from './pipeline.js'
 import type { StructureLimits } from './scanner.js'
 
@@ -340,17 +342,20 @@ export class PackumentService {
 
     let outcome: PackumentOutcome
     try {
-      outcome = await inChildSpan('packument render', { 'package.name': subject.packageName, 'packument.form': subject.abbreviated ? 'abbreviated' : 'full' }, () => this.#o.render({
-        packageName: subject.packageName,
-        privateEtag: priv.kind === 'document' ? priv.etag : undefined,
-        publicEtag: pub.kind === 'document' ? pub.etag : undefined,
-        abbreviated: subject.abbreviated,
-        now: readAt,
-        privateChunks,
-        publicChunks,
-        charge: (bytes) => subject.admission.charge(bytes, { timeoutMs: REQUEST_TIMEOUT_MS, signal }),
-        signal,
-      }))
+      // The response is prepaid at its bound (engine/memory/prepaid-charge.ts says why) before the pool takes the render.
+      const bound = chunkBytes(privateChunks, publicChunks) * RESPONSE_CHARGE_PER_BASIS_BYTE[this.#o.ecosystem]
+      outcome = await withPrepaidResponse(subject.admission, bound, { timeoutMs: REQUEST_TIMEOUT_MS, signal }, (charge) =>
+        inChildSpan('packument render', { 'package.name': subject.packageName, 'packument.form': subject.abbreviated ? 'abbreviated' : 'full' }, () => this.#o.render({
+          packageName: subject.packageName,
+          privateEtag: priv.kind === 'document' ? priv.etag : undefined,
+          publicEtag: pub.kind === 'document' ? pub.etag : undefined,
+          abbreviated: subject.abbreviated,
+          now: readAt,
+          privateChunks,
+          publicChunks,
+          charge,
+          signal,
+        })))
     } catch (error) {
       throw mostRecoverable([...failures, isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })])
     }

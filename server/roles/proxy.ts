@@ -87,7 +87,6 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     minThreads: limits.poolMinThreads,
     maxThreads: limits.poolThreads,
     idleTimeout: limits.poolIdleTimeoutMs,
-    concurrentTasksPerWorker: limits.poolTasksPerThread,
     // An idle thread must keep its event loop: Atomics.wait would stop its heap report and V8's memory reducer.
     atomics: 'disabled',
     resourceLimits: limits.workerResourceLimits,
