@@ -1,5 +1,7 @@
 # The registry proxy's image. One image, every role: the Deployment's args name the role
 # (proxy, mirror, pilot, dredger). See deploy/ and the README's "Container image and Kubernetes".
+# Checked without a container engine by test/deploy/image-in-root, which carries out these
+# instructions in a Debian 13 root: keep to the subset it reads (listed in its header).
 #
 # The base is Debian 13 (trixie): its glibc (2.41) loads the uWebSockets.js build for Node 22/24
 # (which needs 2.38 or newer); Debian 12 does not (server/http/uws-loader.ts refuses with exit 2 there).
