@@ -308,8 +308,10 @@ t.test('known messages: the chunked framing is as strict as llhttp', async (t) =
   const stricter: Record<string, string> = {
     'Transfer-Encoding in HTTP/1.0 (section 6.1)': 'HTTP/1.0 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
     'a 101 nobody asked for (RFC 9110 section 15.2.2)': 'HTTP/1.1 101 Switching Protocols\r\nupgrade: x\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nx',
-    // Also llhttp's verdict from 9.4 (Node 22 and 24); Node 20's llhttp 9.3 reads it.
+    // Also llhttp's verdict from 9.4 (Node 22 and 24); Node 20's llhttp 9.3 reads them.
     'an empty Transfer-Encoding on a 304': 'HTTP/1.1 304 Not Modified\r\ntransfer-encoding: \r\n\r\n',
+    'an empty element and a parameter in a 304\'s Transfer-Encoding': 'HTTP/1.1 304 Not Modified\r\ntransfer-encoding: \r\ntransfer-encoding: a=b\r\n\r\n',
+    'a coding other than chunked, on any status': 'HTTP/1.1 304 Not Modified\r\ntransfer-encoding: gzip, chunked\r\n\r\n',
   }
   for (const [name, text] of Object.entries(stricter)) {
     const run = scriptedExchange()
