@@ -38,6 +38,8 @@ const SETTLE_POINTS = [...new Set([5, 15, 30, SETTLE_LAST].filter((s) => s <= SE
 /** BENCH_FLOOD_VERDACCIO=0 skips the Verdaccio baseline (about four minutes on 2 cores). */
 const WITH_VERDACCIO = process.env['BENCH_FLOOD_VERDACCIO'] !== '0'
 const NODE_OPTIONS = process.env['BENCH_FLOOD_NODE_OPTIONS'] || undefined
+/** BENCH_FLOOD_TRACE=1 prints each request that entered: when it reached the upstream, read, got its head and ended, from the flood's start. */
+const TRACE = process.env['BENCH_FLOOD_TRACE'] === '1'
 
 interface Outcome {
   readonly status: number
@@ -196,11 +198,8 @@ export async function measureProxy(doc: Record<string, unknown>): Promise<ProxyM
     const mark: UpstreamMarks = { arrive: performance.now() }
     marks.set(name, mark)
     res.once('finish', () => { mark.finish = performance.now() })
-    // Corked, the document's thousands of small writes leave as a few large TLS records: the scenario's
-    // upstream shares the two cores with the proxy, and uncorked it spent more on them than the proxy's read.
-    res.cork()
+    // One write of the whole document: the scenario's upstream shares the two cores with the proxy.
     renamable.send(res, name)
-    process.nextTick(() => res.uncork())
   })
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
   const origin = `https://127.0.0.1:${(upstream.address() as AddressInfo).port}`
@@ -247,6 +246,7 @@ export async function measureProxy(doc: Record<string, unknown>): Promise<ProxyM
     gate.start()
     const idle = (await rss.sample())?.bytes ?? NaN
     const result = await flood((i) => `http://127.0.0.1:${port}/js/flood-${i}`)
+    if (TRACE) printTrace(result, marks)
     const ended = performance.now()
     const peak = await treePeakRssBytes(child.pid as number)
     const atEnd = (await rss.sample())?.bytes ?? NaN
@@ -278,6 +278,16 @@ export async function measureProxy(doc: Record<string, unknown>): Promise<ProxyM
     await rm(dir, { recursive: true, force: true })
     await ca.remove()
   }
+}
+
+function printTrace(result: FloodResult, marks: ReadonlyMap<string, UpstreamMarks>): void {
+  const at = (ms: number | undefined): string => (ms === undefined ? '-' : ((ms - result.started) / 1000).toFixed(2)).padStart(7)
+  const lines = result.outcomes.flatMap((o, i) => {
+    const m = marks.get(`flood-${i}`)
+    return m === undefined ? [] : [{ arrive: m.arrive ?? Infinity, line: `flood-${String(i).padEnd(4)} status ${o.status}  upstream asked ${at(m.arrive)} s  read ${at(m.finish)} s  head ${at(o.headers)} s  end ${at(o.end)} s` }]
+  })
+  console.log('trace (seconds from the flood\'s start):')
+  for (const { line } of lines.sort((a, b) => a.arrive - b.arrive)) console.log(`  ${line}`)
 }
 
 async function flood1(url: string): Promise<Outcome> {
