@@ -149,7 +149,10 @@ export function relayArtifact(exchange: Exchange, source: RelaySource, options: 
         }
         return true
       }
-      const start = exchange.writeOffset()
+      // Where this view starts in uWS's write offset: every earlier byte was taken
+      // (a kept view stops the source until onWritable has sent all of it), so it
+      // is the body bytes before this view; no call into uWS per chunk to ask.
+      const start = bytes - chunk.byteLength
       const { ok, done } = exchange.tryEnd(chunk, total)
       if (done) {
         finish({ kind: 'delivered', bytes })

@@ -10,8 +10,8 @@
  * in bench/scenarios/artifact-relay.ts: the GC threads used as much CPU as the
  * relay itself). These connections read with node's `onread` option into
  * one reusable buffer per connection, 256 KiB at a time (nginx's relay
- * buffer size), and hand the relay views of it, so relaying allocates
- * nothing per chunk. The parts, all in this folder: artifact-connection.ts
+ * buffer size; 512 KiB for a few connections whose reads fill it), and hand
+ * the relay views of it, so relaying allocates nothing per chunk. The parts, all in this folder: artifact-connection.ts
  * (one socket and its buffers), artifact-exchange.ts (one response on it),
  * exchange-contract.ts (what those two ask of each other), head-parser.ts
  * and body-framing.ts (the wire format, strict per RFC 9112),
@@ -34,12 +34,16 @@ import { connect as tlsConnect, rootCertificates, type ConnectionOptions } from 
 import { ServiceError } from '../../errors.js'
 import type { LookupCallback } from '../egress-guard.js'
 import type { ArtifactResponse } from './artifact-response.js'
+import type { ArtifactBody } from './artifact-body.js'
 import { ArtifactExchange, StaleConnection, badResponse, type ArtifactTimeouts } from './artifact-exchange.js'
-import { ArtifactConnection, type ArtifactConnectionOwner } from './artifact-connection.js'
+import { ArtifactConnection, ReadBufferBudget, type ArtifactConnectionOwner } from './artifact-connection.js'
 import { HEADER_NAME } from './head-parser.js'
 import { artifactRequest, type ArtifactClientRequest } from '../../telemetry/artifact-client-channel.js'
 
 const CONTROL = /[\r\n\0]/
+
+/** Connections per pool that may read into a large buffer (artifact-connection.ts): 4 MiB at most beyond one small buffer each. */
+const LARGE_READ_BUFFERS = 8
 
 export interface ArtifactConnectionsOptions {
   readonly timeouts: ArtifactTimeouts
@@ -72,6 +76,7 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
   readonly #all = new Set<ArtifactConnection>()
   readonly #count = new Map<string, number>()
   readonly #waiters = new Map<string, (() => void)[]>()
+  readonly #budget = new ReadBufferBudget(LARGE_READ_BUFFERS)
   #closing = false
   #drained: (() => void) | undefined
 
@@ -116,24 +121,29 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
   #exchange(conn: ArtifactConnection, text: string, request: ArtifactRequest, upstream: string, traced: ArtifactClientRequest | undefined): Promise<ArtifactResponse> {
     const signal = request.signal
     return new Promise<ArtifactResponse>((resolve, reject) => {
-      let onAbort: (() => void) | undefined
-      let exchange: ArtifactExchange | undefined
+      /** The body once the head is in (null: bodiless); undefined while the head is awaited. */
+      let body: ArtifactBody | null | undefined
+      // One listener for the whole exchange (not one per phase): before the
+      // head an abort ends the request; after it, it tears the body down (as
+      // undici's request does).
+      const onAbort = (): void => {
+        if (body === undefined) { exchange.abort(); reject(signal?.reason) }
+        else body?.destroy(signal?.reason instanceof Error ? signal.reason : undefined)
+      }
       const settleHead = (result: ArtifactResponse | Error): void => {
-        if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort)
-        if (result instanceof Error) { reject(result); return }
-        // After the head, an abort still tears the body down (as undici's request does).
-        if (signal !== undefined && result.body !== null) {
-          const body = result.body
-          const stop = (): void => { body.destroy(signal.reason instanceof Error ? signal.reason : undefined) }
-          signal.addEventListener('abort', stop, { once: true })
-          body.once('close', () => signal.removeEventListener('abort', stop))
+        if (result instanceof Error || result.body === null) {
+          signal?.removeEventListener('abort', onAbort)
+          if (result instanceof Error) reject(result)
+          else resolve(result)
+          return
         }
+        body = result.body
+        if (signal !== undefined) body.once('close', () => signal.removeEventListener('abort', onAbort))
         resolve(result)
       }
-      exchange = new ArtifactExchange(conn, request.method, upstream, this.#options.timeouts, settleHead, traced)
+      const exchange = new ArtifactExchange(conn, request.method, upstream, this.#options.timeouts, settleHead, traced)
       if (signal !== undefined) {
         if (signal.aborted) { exchange.abort(); reject(signal.reason); return }
-        onAbort = () => { exchange?.abort(); reject(signal.reason) }
         signal.addEventListener('abort', onAbort, { once: true })
       }
       conn.begin(exchange, text)
@@ -180,7 +190,7 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
         ...(isIP(host) === 0 ? { servername: host } : {}),
         ...(ca === undefined ? {} : { ca: [...rootCertificates, ca] }),
       } as ConnectionOptions)
-      : netConnect({ host, port, onread, ...(lookup === undefined ? {} : { lookup }) }))
+      : netConnect({ host, port, onread, ...(lookup === undefined ? {} : { lookup }) }), this.#budget)
     this.#all.add(conn)
     this.#count.set(key, (this.#count.get(key) ?? 0) + 1)
     const socket = conn.socket
