@@ -277,6 +277,69 @@ t.test('a larger budget resumes paused charges; a smaller one pauses new ones', 
   t.match(gate.snapshot(), { budgetBytes: 5 * MiB, brakeLevel: 2 })
 })
 
+t.test('growth lanes: while memory is scarce, freed memory goes to the lane holders, not one chunk to every paused read', async (t) => {
+  // Budget 20 MiB, 6 requests (6 MiB of entry steps), two lanes. Each reads in 1 MiB chunks.
+  const { gate } = makeGate({ budgetBytes: 20 * MiB, maxInFlight: 6, waitingRoom: 0, growthLanes: 2 })
+  const reqs = await Promise.all(Array.from({ length: 6 }, () => gate.enter()))
+  // The first wave: every request reads until the budget is full (14 MiB of chunks).
+  let chunks = 0
+  while (chunks < 14) for (const r of reqs) if (chunks < 14 && r.tryCharge(MiB)) chunks++
+  t.equal(gate.chargedBytes, 20 * MiB)
+  t.equal(reqs[0]!.tryCharge(MiB), true, 'the first request that does not fit takes the overshoot right')
+  const paused = reqs.slice(1).map((r) => track(r.charge(MiB, READ)))
+  await flush()
+  t.same(paused.map((p) => p.state), ['pending', 'pending', 'pending', 'pending', 'pending'])
+  // The holder ends (5 MiB back). Without lanes all five chunks would resume; now two take the lanes, the
+  // next oldest takes the free overshoot right, and the rest stay paused though their chunk would fit.
+  reqs[0]!.release()
+  await flush()
+  t.same(paused.map((p) => p.state), ['resolved', 'resolved', 'resolved', 'pending', 'pending'])
+  t.equal(reqs[1]!.tryCharge(MiB), true, 'a lane holder charges while others are paused, when it fits')
+  t.equal(reqs[4]!.tryCharge(MiB), false, 'a request without a lane does not')
+  // Memory no longer scarce (at most half the budget charged): the rest resume, without a lane.
+  reqs[1]!.release()
+  reqs[2]!.release()
+  await flush()
+  t.same(paused.map((p) => p.state), ['resolved', 'resolved', 'resolved', 'resolved', 'resolved'])
+  for (const r of reqs) r.release()
+  t.equal(gate.chargedBytes, 0)
+})
+
+t.test('growth lanes: a lane frees when its holder ends and goes to the oldest paused request that fits', async (t) => {
+  const { gate } = makeGate({ budgetBytes: 10 * MiB, maxInFlight: 5, waitingRoom: 0, growthLanes: 1 })
+  const [a, b, c, d, e] = await Promise.all(Array.from({ length: 5 }, () => gate.enter())) as [Admission, Admission, Admission, Admission, Admission]
+  await a.charge(2 * MiB, READ)
+  await b.charge(2 * MiB, READ)
+  t.equal(c.tryCharge(2 * MiB), true, 'c takes the overshoot right')
+  const waits = [b, d, e].map((x) => track(x.charge(MiB, READ)))
+  c.release()
+  await flush()
+  t.same(waits.map((w) => w.state), ['resolved', 'resolved', 'pending'], 'b takes the one lane, d the free overshoot right; e waits')
+  b.release()
+  await flush()
+  t.equal(waits[2]!.state, 'resolved', 'the lane went to e when b ended')
+  for (const x of [a, d, e]) x.release()
+  t.equal(gate.chargedBytes, 0)
+})
+
+t.test('a gate from the plan has one growth lane fewer than cores: with the overshoot holder, two documents grow on two cores', async (t) => {
+  const plan = computePlan({ cgroup: { cpuCores: 2, memoryLimitBytes: GiB } })
+  const gate = AdmissionGate.fromPlan(plan, new ManualTimers())
+  const X = 5 * MiB
+  const admissions = await Promise.all(Array.from({ length: 6 }, () => gate.enter()))
+  const [a, b, c, d, e, f] = admissions as [Admission, Admission, Admission, Admission, Admission, Admission]
+  t.ok(a.tryCharge(Math.floor(gate.budgetBytes / 2)))
+  t.ok(b.tryCharge(gate.budgetBytes - gate.chargedBytes))
+  t.ok(c.tryCharge(X), 'c takes the overshoot right')
+  const waits = [d, e, f].map((x) => track(x.charge(X, READ)))
+  b.release()
+  await flush()
+  t.ok(gate.chargedBytes + X <= gate.budgetBytes && gate.chargedBytes * 2 > gate.budgetBytes, 'f would fit, and memory is scarce')
+  t.same(waits.map((w) => w.state), ['resolved', 'pending', 'pending'], 'one lane on two cores, beside c holding the overshoot right')
+  for (const x of admissions) x.release()
+  t.equal(gate.chargedBytes, 0)
+})
+
 t.test('snapshot names every SPEC.md 6.3 figure', async (t) => {
   const { gate } = makeGate()
   t.same(Object.keys(gate.snapshot()).sort(), [
@@ -300,7 +363,7 @@ t.test('a gate from the plan', async (t) => {
 })
 
 t.test('options are guarded', async (t) => {
-  for (const bad of [{ maxInFlight: 0 }, { budgetBytes: -1 }, { entryStepBytes: 0 }, { entryWaitMs: 1.5 }]) {
+  for (const bad of [{ maxInFlight: 0 }, { budgetBytes: -1 }, { entryStepBytes: 0 }, { entryWaitMs: 1.5 }, { growthLanes: 0 }]) {
     let caught: unknown
     try { makeGate(bad) } catch (error) { caught = error }
     t.ok(isServiceError(caught, 'CONFIG_INVALID'), JSON.stringify(bad))
