@@ -17,11 +17,11 @@
  *   lanes (by the plan one fewer than cores, at least one: with the
  *   overshoot holder, as many documents grow as there are cores) may charge
  *   more; a paused request takes a free lane, in arrival order, when its
- *   charge fits, and keeps it until it ends. Without lanes, memory freed by one finished document was spread
- *   over every paused partial read, one chunk each (a gate trace of the
- *   flood bench: each release granted ~30 chunks in the same millisecond):
- *   they all grew, none finished, and only the overshoot holder completed,
- *   one at a time. With lanes the freed memory goes to as many documents as
+ *   charge fits, and keeps it until it ends. Without lanes, memory freed by
+ *   one finished document was spread over every paused partial read, one
+ *   chunk each (a gate trace of the flood bench: each release granted ~30
+ *   chunks in the same millisecond): they all grew, none finished, and only
+ *   the overshoot holder completed, one at a time. With lanes the freed memory goes to as many documents as
  *   there are cores to render them (a lane per core beside the holder, in
  *   one run each: 1.82 against 2.04 documents a second, peak RSS 794 MiB
  *   against 774).

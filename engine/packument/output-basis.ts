@@ -6,8 +6,15 @@
  * proportion to the versions the starting document lacks."
  */
 
+import type { Ecosystem } from '../advisory/artifact/database.js'
+
 /** Charge per byte of output basis for a listing's response (SPEC.md 8.1). */
 export const RESPONSE_CHARGE_PER_BASIS_BYTE = Object.freeze({ js: 2.0, py: 1.6 })
+
+/** Bytes to charge for a listing's response (SPEC.md 8.1, per byte of output basis). */
+export function responseChargeBytes(basisBytes: number, ecosystem: Ecosystem = 'js'): number {
+  return Math.ceil(basisBytes * RESPONSE_CHARGE_PER_BASIS_BYTE[ecosystem])
+}
 
 export interface BasisDocument {
   /** Size of the upstream document, bytes. */

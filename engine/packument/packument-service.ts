@@ -25,7 +25,7 @@ import type { DocumentValidators, UpstreamClient } from '../upstream/upstream-cl
 import { inChildSpan } from '../telemetry/work-span.js'
 import { codedEtag, COMPRESS_MIN_BYTES, type ContentCoding } from './content-coding.js'
 import { withholdingError, type SelectedVersion } from './merge.js'
-import { RESPONSE_CHARGE_PER_BASIS_BYTE } from './output-basis.js'
+import { responseChargeBytes } from './output-basis.js'
 import type { PackumentOutcome } from './pipeline.js'
 import type { StructureLimits } from './scanner.js'
 
@@ -343,7 +343,7 @@ export class PackumentService {
     let outcome: PackumentOutcome
     try {
       // The response is prepaid at its bound (engine/memory/prepaid-charge.ts says why) before the pool takes the render.
-      const bound = chunkBytes(privateChunks, publicChunks) * RESPONSE_CHARGE_PER_BASIS_BYTE[this.#o.ecosystem]
+      const bound = responseChargeBytes(chunkBytes(privateChunks, publicChunks), this.#o.ecosystem)
       outcome = await withPrepaidResponse(subject.admission, bound, { timeoutMs: REQUEST_TIMEOUT_MS, signal }, (charge) =>
         inChildSpan('packument render', { 'package.name': subject.packageName, 'packument.form': subject.abbreviated ? 'abbreviated' : 'full' }, () => this.#o.render({
           packageName: subject.packageName,

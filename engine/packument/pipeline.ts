@@ -7,7 +7,7 @@ import type { Ecosystem } from '../advisory/artifact/database.js'
 import type { FactNeeds, RuleKind } from '../policy/decision.js'
 import { derivedEtag, type UpstreamEtags } from './derived-etag.js'
 import { planMerge, type Decide, type DroppedVersion, type MergeCounts, type MergePlan, type SelectedVersion, type VersionObservation, type Withholding } from './merge.js'
-import { outputBasisBytes, RESPONSE_CHARGE_PER_BASIS_BYTE, type BasisDocument } from './output-basis.js'
+import { outputBasisBytes, type BasisDocument } from './output-basis.js'
 import type { PackumentIndex } from './packument-index.js'
 import { renderPackument } from './render.js'
 import { PackumentScanner, type StructureLimits } from './scanner.js'
@@ -65,10 +65,7 @@ export function basisOf(privateIndex: PackumentIndex | undefined, publicIndex: P
   return outputBasisBytes(measure(privateIndex, publicIndex), measure(publicIndex, privateIndex))
 }
 
-/** Bytes to charge for the response of this merge (SPEC.md 8.1, per byte of output basis). */
-export function responseChargeBytes(basisBytes: number, ecosystem: Ecosystem = 'js'): number {
-  return Math.ceil(basisBytes * RESPONSE_CHARGE_PER_BASIS_BYTE[ecosystem])
-}
+export { responseChargeBytes } from './output-basis.js'
 
 /** Merges, gates and renders two indexed documents (either may be absent). */
 export function mergeAndRender(request: PackumentRequest, privateIndex: PackumentIndex | undefined, publicIndex: PackumentIndex | undefined): PackumentOutcome {

@@ -14,7 +14,7 @@ import { isServiceError, ServiceError } from '../errors.js'
 import type { Admission } from '../memory/gate.js'
 import { REQUEST_TIMEOUT_MS } from '../memory/gate.js'
 import { chunkBytes, withPrepaidResponse } from '../memory/prepaid-charge.js'
-import { RESPONSE_CHARGE_PER_BASIS_BYTE } from '../packument/output-basis.js'
+import { responseChargeBytes } from '../packument/output-basis.js'
 import { withholdingError } from '../packument/merge.js'
 import { mostRecoverable, SOURCE_CHARGE_PER_BYTE } from '../packument/packument-service.js'
 import { inChildSpan } from '../telemetry/work-span.js'
@@ -120,7 +120,7 @@ export class ProjectService<O extends PageOutcome> {
     let outcome: O
     try {
       // Prepaid at its bound, the two pages together (engine/memory/prepaid-charge.ts), before the pool takes the render.
-      const bound = chunkBytes(privatePage?.chunks, publicPage?.chunks) * RESPONSE_CHARGE_PER_BASIS_BYTE.py
+      const bound = responseChargeBytes(chunkBytes(privatePage?.chunks, publicPage?.chunks), 'py')
       outcome = await withPrepaidResponse(request.admission, bound, { timeoutMs: REQUEST_TIMEOUT_MS, signal }, (charge) =>
         inChildSpan('project page render', { 'package.name': request.project, 'pypi.page.format': request.format }, () => this.#o.render({
           project: request.project,
