@@ -231,6 +231,8 @@ export async function measureProxy(doc: Record<string, unknown>): Promise<ProxyM
       OTEL_EXPORTER_PROMETHEUS_PORT: String(metricsPort),
       // BENCH_FLOOD_NODE_OPTIONS: the service's NODE_OPTIONS, e.g. an --import that profiles every thread (--cpu-prof is refused there).
       ...(NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS }),
+      // GLIBC_TUNABLES: passed on, for trying other allocator settings (the launcher adds its mmap threshold unless one is set).
+      ...(process.env['GLIBC_TUNABLES'] === undefined ? {} : { GLIBC_TUNABLES: process.env['GLIBC_TUNABLES'] }),
     },
   })
   const rss = new RssSampler(child.pid as number)

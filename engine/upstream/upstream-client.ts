@@ -34,6 +34,7 @@ import { transportFailure } from './http1/transport-failure.js'
 import type { FetchErrorCause, UpstreamFetchCounters } from './fetch-counters.js'
 import type { ArtifactResponse } from './http1/artifact-response.js'
 import { ArtifactConnections } from './http1/artifact-connection-pool.js'
+import { ChunkRuns } from './chunk-runs.js'
 
 /** Logged at error: 408, 429, 5xx, no answer, a malformed or oversized body (SPEC.md 6.2). */
 export const METADATA_FETCH_FAILED = 'upstream metadata fetch failed'
@@ -440,7 +441,7 @@ export class UpstreamClient {
     })
     aborted.catch(() => {})
 
-    const chunks: Uint8Array[] = []
+    const runs = new ChunkRuns(decoders.length === 0 ? Number(firstHeader(headers['content-length'])) : undefined)
     let bytes = 0
     try {
       for await (const chunk of source as AsyncIterable<Uint8Array>) {
@@ -448,7 +449,7 @@ export class UpstreamClient {
           throw new ServiceError('RESPONSE_TOO_LARGE', { data: { ...where, limit: max } })
         }
         bytes += chunk.byteLength
-        chunks.push(chunk)
+        runs.push(chunk)
         if (onChunk !== undefined) await Promise.race([onChunk(chunk), aborted])
       }
     } catch (err) {
@@ -462,7 +463,7 @@ export class UpstreamClient {
     } finally {
       if (onAbort !== undefined) signal.removeEventListener('abort', onAbort)
     }
-    return { chunks, bytes }
+    return { chunks: runs.finish(), bytes }
   }
 
   /**

@@ -6,7 +6,8 @@
  * plan (SPEC.md 8.2) is only known once the configuration and the cgroup are
  * read. So the launcher reads both, computes the plan, and starts the service
  * process (server/cli/run-role.ts) with the matching `--max-old-space-size`
- * and `--max-semi-space-size` (DESIGN.md "Memory and sizing"). It also gives
+ * and `--max-semi-space-size` (DESIGN.md "Memory and sizing"), and holds the
+ * C allocator's mmap threshold fixed (engine/memory/malloc-tunables.ts). It also gives
  * SPEC.md 7.2 its exit codes when the service dies in a way it cannot report
  * itself: a V8 heap overflow aborts the process without running any
  * JavaScript, so the launcher watches its stderr and writes the
@@ -25,6 +26,7 @@ import { realpathSync } from 'node:fs'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { loadConfig } from '../../engine/config/load.js'
 import { formatProblems } from '../../engine/config/problems.js'
+import { mallocTunables } from '../../engine/memory/malloc-tunables.js'
 import { v8Limits } from '../../engine/memory/v8-limits.js'
 import { EXIT, SERVICE_EXITED } from '../lifecycle/exit-codes.js'
 import { planFor } from '../roles/runtime-plan.js'
@@ -49,7 +51,7 @@ async function launch(argv: readonly string[]): Promise<void> {
   const entry = fileURLToPath(new URL('./run-role.js', import.meta.url))
   const child = spawn(process.execPath, [...flags, entry, ...argv], {
     stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
-    env: process.env,
+    env: { ...process.env, GLIBC_TUNABLES: mallocTunables(process.env['GLIBC_TUNABLES']) },
   })
 
   let tail = ''

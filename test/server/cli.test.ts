@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -122,4 +122,22 @@ t.test('Ctrl-D on an interactive terminal halts a local run with exit 130', asyn
   })
   child.stdin.write('\x04')
   t.equal(await exited, 130)
+})
+
+t.test('the service process starts with the mmap threshold held fixed; an operator\'s own threshold wins', async (t) => {
+  // What the service process itself sees: /proc/<pid>/environ is no witness, glibc rewrites its own copy of the variable in place.
+  const dir = await mkdtemp(join(tmpdir(), 'tunables-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const preload = join(dir, 'report.cjs')
+  await writeFile(preload, `if (process.argv[1]?.endsWith('run-role.js')) require('node:fs').writeFileSync(${JSON.stringify(join(dir, 'seen'))}, String(process.env.GLIBC_TUNABLES))\n`)
+  const seenBy = async (extra: Record<string, string>): Promise<string> => {
+    const run = runService(t, ['proxy'], { ...OFFLINE, SERVICE_SERVER__PORT: '0', NODE_OPTIONS: `--require ${preload}`, ...extra })
+    await run.waitForOutput('proxy listening')
+    run.child.kill('SIGTERM')
+    await run.exited
+    return readFile(join(dir, 'seen'), 'utf8')
+  }
+  t.equal(await seenBy({}), 'glibc.malloc.mmap_threshold=131072')
+  t.equal(await seenBy({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }), 'glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=131072')
+  t.equal(await seenBy({ GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=65536' }), 'glibc.malloc.mmap_threshold=65536')
 })

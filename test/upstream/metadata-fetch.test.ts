@@ -11,6 +11,7 @@ import {
   METADATA_FETCH_FAILED, METADATA_FETCH_REFUSED, METADATA_MISS,
 } from '../../engine/upstream/upstream-client.js'
 import { UPSTREAM_FETCH_ERRORS_METRIC } from '../../engine/upstream/fetch-counters.js'
+import { RUN_BYTES } from '../../engine/upstream/chunk-runs.js'
 import { codeOf, makeClient, startServer, text } from './servers.js'
 
 const DOC = JSON.stringify({ name: 'left-pad', versions: { '1.0.0': { name: 'left-pad', version: '1.0.0' } } })
@@ -326,4 +327,16 @@ t.test('close() lets an in-flight fetch finish, then refuses new ones', async (t
   await closing
   t.equal(await codeOf(client.fetchDocument('left-pad')), 'UPSTREAM_UNAVAILABLE', 'a closed client sends nothing')
   t.equal(up.seen.length, 1)
+})
+
+t.test('a large document comes back in runs, not in the socket\'s pieces', async (t) => {
+  const big = JSON.stringify({ name: 'x', filler: 'abcd'.repeat(1_000_000) })
+  const up = await startServer(t, (_req, res) => { res.end(big) })
+  const { client } = makeClient(t, { url: up.origin, trusted: true, maxResponseBytes: 8 * 1024 * 1024 })
+  const seen: number[] = []
+  const got = await client.fetchDocument('x', { onChunk: (c) => { seen.push(c.byteLength) } })
+  if (got.kind !== 'document') return t.fail(got.kind)
+  t.equal(text(got.chunks), big)
+  t.ok(seen.length > got.chunks.length, `${seen.length} pieces read, ${got.chunks.length} kept`)
+  for (const chunk of got.chunks.slice(0, -1)) t.ok(chunk.byteLength >= RUN_BYTES, `a run of ${chunk.byteLength} bytes`)
 })
