@@ -8,7 +8,7 @@ export class PeriodicReader<T> {
   readonly #intervalMs: number
   readonly #values: T[] = []
   #timer: NodeJS.Timeout | undefined
-  #reading = false
+  #inFlight: Promise<T | undefined> | undefined
 
   constructor(read: () => Promise<T | undefined>, intervalMs: number) {
     this.#read = read
@@ -27,18 +27,23 @@ export class PeriodicReader<T> {
     this.#timer = undefined
   }
 
-  /** Reads once now (skipped while the previous read is still running); a failed read keeps nothing. */
-  async read(): Promise<T | undefined> {
-    if (this.#reading) return undefined
-    this.#reading = true
+  /**
+   * Reads once now; while a read is still running, its result instead (a
+   * scenario's own reading at a set moment used to come back empty when it
+   * met a tick's). A failed read keeps nothing.
+   */
+  read(): Promise<T | undefined> {
+    this.#inFlight ??= this.#readOnce().finally(() => { this.#inFlight = undefined })
+    return this.#inFlight
+  }
+
+  async #readOnce(): Promise<T | undefined> {
     try {
       const value = await this.#read()
       if (value !== undefined) this.#values.push(value)
       return value
     } catch {
       return undefined
-    } finally {
-      this.#reading = false
     }
   }
 }

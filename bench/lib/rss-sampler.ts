@@ -25,7 +25,7 @@ export class RssSampler extends PeriodicReader<RssSample> {
 
   get samples(): readonly RssSample[] { return this.values }
 
-  /** Reads once now (skipped while the previous read is still running). */
+  /** Reads once now (or joins a read still running). */
   sample(): Promise<RssSample | undefined> { return this.read() }
 
   /** The largest sample taken in [from, to]; NaN when none was. */
