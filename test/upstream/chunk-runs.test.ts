@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { ChunkRuns, RUN_BYTES } from '../../engine/upstream/chunk-runs.js'
 
 function pieces(total: number, size: number): Buffer[] {
@@ -17,7 +17,7 @@ function collect(input: readonly Uint8Array[], expectedBytes?: number): Uint8Arr
   return runs.finish()
 }
 
-function ownsItsBuffer(t: Tap.Test, run: Uint8Array, what: string): void {
+function ownsItsBuffer(t: Test, run: Uint8Array, what: string): void {
   t.ok(run.byteOffset === 0 && run.buffer.byteLength === run.byteLength, `${what} spans its own buffer (${run.byteLength} bytes): it moves to the pool uncopied`)
 }
 
