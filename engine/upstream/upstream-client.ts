@@ -34,6 +34,7 @@ import { transportFailure } from './http1/transport-failure.js'
 import type { FetchErrorCause, UpstreamFetchCounters } from './fetch-counters.js'
 import type { ArtifactResponse } from './http1/artifact-response.js'
 import { ArtifactConnections } from './http1/artifact-connection-pool.js'
+import { SignalAbort, type RequestAbort } from './http1/request-abort.js'
 import { ChunkRuns } from './chunk-runs.js'
 
 /** Logged at error: 408, 429, 5xx, no answer, a malformed or oversized body (SPEC.md 6.2). */
@@ -129,7 +130,13 @@ export interface OpenArtifactOptions {
   /** The client's credential to forward (private side only; never sent on the public side). */
   readonly bearer?: BearerToken
   readonly conditional?: { readonly ifNoneMatch?: string, readonly ifModifiedSince?: string }
+  /** Calls the request off; its reason is then thrown. */
   readonly signal?: AbortSignal
+  /**
+   * The same as `signal`, cheaper per request (http1/request-abort.ts): the
+   * relay route's. At most one of the two.
+   */
+  readonly abort?: RequestAbort
 }
 
 /** `If-None-Match` and `If-Modified-Since` from a held copy's validators, added to `headers`. */
@@ -476,6 +483,10 @@ export class UpstreamClient {
    * EGRESS_REFUSED. When the caller's signal aborts, its reason is thrown.
    */
   async openArtifact(url: URL, options: OpenArtifactOptions): Promise<ArtifactResponse> {
+    if (options.signal !== undefined && options.abort !== undefined) {
+      throw new ServiceError('INTERNAL', { message: 'an artifact request takes a signal or an abort, not both' })
+    }
+    const abort = options.abort ?? (options.signal === undefined ? undefined : new SignalAbort(options.signal))
     const upstream = authorityOf(url)
     this.#guard.checkUrl(url)
     if (!this.#trusted) checkTarballAuthority(url, this.#base, this.#respectTarballHost)
@@ -483,15 +494,15 @@ export class UpstreamClient {
       ? undefined
       : { etag: options.conditional.ifNoneMatch, lastModified: options.conditional.ifModifiedSince })
     // The client's forwarded credential wins (SPEC.md 5.2); else the minted one, asked for only when it will be sent.
-    const bearer = options.bearer ?? (this.#credential === undefined ? undefined : await this.#credential.token(options.signal))
+    const bearer = options.bearer ?? (this.#credential === undefined ? undefined : await this.#credential.token(abort?.signal))
     try {
       return await this.#artifacts.request(url, {
         method: options.method,
         headers: this.#headers(extra, bearer),
-        ...(options.signal === undefined ? {} : { signal: options.signal }),
+        ...(abort === undefined ? {} : { abort }),
       }, upstream)
     } catch (err) {
-      if (options.signal?.aborted === true) throw options.signal.reason
+      if (abort?.aborted === true) throw abort.reason
       throw transportFailure(err, upstream).error
     }
   }

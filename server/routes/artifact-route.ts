@@ -44,6 +44,7 @@ import { explainRefusal, type Explanation } from '../../engine/policy/explain.js
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import { BearerToken } from '../../engine/secret.js'
 import type { ArtifactResponse } from '../../engine/upstream/http1/artifact-response.js'
+import { AbortCue } from '../../engine/upstream/http1/request-abort.js'
 import { authorityOf } from '../../engine/upstream/egress-guard.js'
 import type { OpenArtifactOptions, UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import type { Exchange } from '../http/exchange.js'
@@ -190,6 +191,9 @@ function isArtifactAnswer(status: number, conditional: boolean): boolean {
   return status === 200 || (status === 304 && conditional)
 }
 
+/** The route's artifact requests: called off by its AbortCue when the client leaves. */
+type RouteOpenOptions = OpenArtifactOptions & { readonly abort: AbortCue }
+
 const NO_SUCH_ARTIFACT = (): ServiceError => new ServiceError('UPSTREAM_MISS', { message: 'no such artifact upstream' })
 
 export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler {
@@ -244,10 +248,10 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
   }
 
   /** True when the private leg answered the request (or the client left meanwhile). */
-  const privateLeg = async (exchange: Exchange, client: UpstreamClient, name: string, file: string, options: OpenArtifactOptions & { signal: AbortSignal }): Promise<boolean> => {
+  const privateLeg = async (exchange: Exchange, client: UpstreamClient, name: string, file: string, options: RouteOpenOptions): Promise<boolean> => {
     let located: URL | undefined
     try {
-      located = deps.privateUrl === undefined ? client.artifactUrl(name, file) : await deps.privateUrl(client, name, file, options.signal)
+      located = deps.privateUrl === undefined ? client.artifactUrl(name, file) : await deps.privateUrl(client, name, file, options.abort.signal)
     } catch (error) {
       if (exchange.closed) return true
       counters.relay('private', 'failed')
@@ -301,11 +305,11 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
     exchange.respondError(error, { head: exchange.method === 'HEAD' })
   }
 
-  const publicLeg = async (exchange: Exchange, client: UpstreamClient, name: string, file: string, options: OpenArtifactOptions & { signal: AbortSignal }): Promise<void> => {
+  const publicLeg = async (exchange: Exchange, client: UpstreamClient, name: string, file: string, options: RouteOpenOptions): Promise<void> => {
     const head = exchange.method === 'HEAD'
     let selected: SelectedArtifact | undefined
     try {
-      selected = await deps.selectVersion(name, file, options.signal)
+      selected = await deps.selectVersion(name, file, options.abort.signal)
     } catch (error) {
       if (exchange.closed) return
       counters.relay('public', 'failed')
@@ -424,15 +428,18 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
 
     // The client leaving aborts whatever upstream request is in flight. Only then:
     // aborting after a completed relay would tear down a body that is about to end.
-    const controller = new AbortController()
+    // An AbortCue, not an AbortController: the version selection and a py private
+    // location still get an AbortSignal (made only when asked for), the artifact
+    // request does without (engine/upstream/http1/request-abort.ts says why).
+    const abort = new AbortCue()
     exchange.onClose((reason) => {
-      if (reason !== 'completed') controller.abort(new ServiceError('UPSTREAM_UNAVAILABLE', { message: 'the client went away' }))
+      if (reason !== 'completed') abort.abort(new ServiceError('UPSTREAM_UNAVAILABLE', { message: 'the client went away' }))
     })
     const ifNoneMatch = exchange.header('if-none-match')
     const ifModifiedSince = exchange.header('if-modified-since')
-    const options: OpenArtifactOptions & { signal: AbortSignal } = {
+    const options: RouteOpenOptions = {
       method: head ? 'HEAD' : 'GET',
-      signal: controller.signal,
+      abort,
       ...(ifNoneMatch === undefined && ifModifiedSince === undefined ? {} : {
         conditional: {
           ...(ifNoneMatch === undefined ? {} : { ifNoneMatch }),

@@ -38,6 +38,7 @@ import type { ArtifactBody } from './artifact-body.js'
 import { ArtifactExchange, StaleConnection, badResponse, type ArtifactTimeouts } from './artifact-exchange.js'
 import { ArtifactConnection, ReadBufferBudget, type ArtifactConnectionOwner } from './artifact-connection.js'
 import { HEADER_NAME } from './head-parser.js'
+import type { RequestAbort } from './request-abort.js'
 import { artifactRequest, type ArtifactClientRequest } from '../../telemetry/artifact-client-channel.js'
 
 const CONTROL = /[\r\n\0]/
@@ -63,7 +64,8 @@ export interface ArtifactRequest {
   readonly method: 'GET' | 'HEAD'
   /** Header names lowercase; values are checked for control characters. */
   readonly headers: Readonly<Record<string, string>>
-  readonly signal?: AbortSignal
+  /** Calls the request off (request-abort.ts: an AbortSignal costs every request more than it is worth). */
+  readonly abort?: RequestAbort
 }
 
 /**
@@ -88,7 +90,7 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
    * Sends one request and resolves with the response head; the body (when
    * there is one) streams from the connection. Rejects with what failed
    * (a ServiceError, or a socket error for transportFailure), or with the
-   * signal's reason when it aborts first.
+   * abort's reason when the request is called off first.
    */
   async request(url: URL, request: ArtifactRequest, upstream: string): Promise<ArtifactResponse> {
     // One string built by appending (no entries array, no lines array): this runs per artifact request.
@@ -107,10 +109,10 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
       // A retry after a stale keep-alive connection takes a fresh one.
       const idle = attempt === 0 ? this.#takeIdle(url.origin) : undefined
       try {
-        const conn = idle ?? await this.#connect(url, request.signal)
+        const conn = idle ?? await this.#connect(url, request.abort)
         return await this.#exchange(conn, text, request, upstream, traced)
       } catch (err) {
-        if (err instanceof StaleConnection && attempt === 0 && request.signal?.aborted !== true) continue
+        if (err instanceof StaleConnection && attempt === 0 && request.abort?.aborted !== true) continue
         const failure = err instanceof StaleConnection ? badResponse(upstream, 'connection closed before a response') : err
         traced?.fail(failure)
         throw failure
@@ -119,32 +121,32 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
   }
 
   #exchange(conn: ArtifactConnection, text: string, request: ArtifactRequest, upstream: string, traced: ArtifactClientRequest | undefined): Promise<ArtifactResponse> {
-    const signal = request.signal
+    const abort = request.abort
     return new Promise<ArtifactResponse>((resolve, reject) => {
       /** The body once the head is in (null: bodiless); undefined while the head is awaited. */
       let body: ArtifactBody | null | undefined
       // One listener for the whole exchange (not one per phase): before the
       // head an abort ends the request; after it, it tears the body down (as
       // undici's request does).
-      const onAbort = (): void => {
-        if (body === undefined) { exchange.abort(); reject(signal?.reason) }
-        else body?.destroy(signal?.reason instanceof Error ? signal.reason : undefined)
+      const onAbort = (reason: unknown): void => {
+        if (body === undefined) { exchange.abort(); reject(reason) }
+        else body?.destroy(reason instanceof Error ? reason : undefined)
       }
       const settleHead = (result: ArtifactResponse | Error): void => {
         if (result instanceof Error || result.body === null) {
-          signal?.removeEventListener('abort', onAbort)
+          abort?.unlisten(onAbort)
           if (result instanceof Error) reject(result)
           else resolve(result)
           return
         }
         body = result.body
-        if (signal !== undefined) body.once('close', () => signal.removeEventListener('abort', onAbort))
+        if (abort !== undefined) body.once('close', () => abort.unlisten(onAbort))
         resolve(result)
       }
       const exchange = new ArtifactExchange(conn, request.method, upstream, this.#options.timeouts, settleHead, traced)
-      if (signal !== undefined) {
-        if (signal.aborted) { exchange.abort(); reject(signal.reason); return }
-        signal.addEventListener('abort', onAbort, { once: true })
+      if (abort !== undefined) {
+        if (abort.aborted) { exchange.abort(); reject(abort.reason); return }
+        abort.listen(onAbort)
       }
       conn.begin(exchange, text)
     })
@@ -159,7 +161,7 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
     return undefined
   }
 
-  async #connect(url: URL, signal: AbortSignal | undefined): Promise<ArtifactConnection> {
+  async #connect(url: URL, abort: RequestAbort | undefined): Promise<ArtifactConnection> {
     if (this.#closing) throw badResponse(url.host, 'the client is closing')
     const key = url.origin
     const limit = this.#options.connections
@@ -167,14 +169,16 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
       await new Promise<void>((resolve, reject) => {
         const list = this.#waiters.get(key) ?? []
         this.#waiters.set(key, list)
-        const wake = (): void => { signal?.removeEventListener('abort', onAbort); resolve() }
-        const onAbort = (): void => {
+        const wake = (): void => { abort?.unlisten(onAbort); resolve() }
+        const onAbort = (reason: unknown): void => {
           const i = list.indexOf(wake)
           if (i !== -1) list.splice(i, 1)
-          reject(signal?.reason)
+          reject(reason)
         }
         list.push(wake)
-        signal?.addEventListener('abort', onAbort, { once: true })
+        // Called off before it waited: it never joins the queue.
+        if (abort?.aborted === true) { onAbort(abort.reason); return }
+        abort?.listen(onAbort)
       })
       const idle = this.#takeIdle(key)
       if (idle !== undefined) return idle
@@ -198,12 +202,12 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => done(new ServiceError('UPSTREAM_TIMEOUT', { data: { upstream: url.host, reason: 'connect timeout' } })), timeouts.connectMs)
       timer.unref()
-      const onAbort = (): void => done(signal?.reason ?? new Error('aborted'))
+      const onAbort = (reason: unknown): void => done(reason ?? new Error('aborted'))
       const done = (err?: unknown): void => {
         clearTimeout(timer)
         socket.off(ready, onReady)
         socket.off('error', onError)
-        signal?.removeEventListener('abort', onAbort)
+        abort?.unlisten(onAbort)
         if (err === undefined) { resolve(); return }
         conn.destroy()
         reject(err)
@@ -212,8 +216,8 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
       const onError = (err: Error): void => done(err)
       socket.once(ready, onReady)
       socket.once('error', onError)
-      if (signal?.aborted === true) onAbort()
-      else signal?.addEventListener('abort', onAbort, { once: true })
+      if (abort?.aborted === true) onAbort(abort.reason)
+      else abort?.listen(onAbort)
     })
     return conn
   }
