@@ -81,7 +81,7 @@ t.test('public leg: a client that leaves during the version selection aborts its
   const aborted = deferred<unknown>()
   const asked = deferred()
   const route = await startArtifactRoute(t, {
-    publicClient: makeClient(t, { url: 'https://registry.test/', trusted: false }).client,
+    publicClient: makeClient(t, { url: 'https://127.0.0.1:9/', trusted: false }).client,
     selectVersion: (_name, _file, signal) => new Promise((_resolve, reject) => {
       signal.addEventListener('abort', () => { aborted.resolve(signal.reason); reject(signal.reason) }, { once: true })
       asked.resolve()
