@@ -27,6 +27,7 @@ import type { Logger } from '../log/logger.js'
 import { PAUSE_CAP_UPSTREAM_READ_MS, type Admission } from '../memory/gate.js'
 import type { ArtifactResponse } from '../upstream/http1/artifact-response.js'
 import type { OpenArtifactOptions } from '../upstream/upstream-client.js'
+import { SignalAbort } from '../upstream/http1/request-abort.js'
 import { compareDigests, digestSet, DigestVerifier, expectedDigest } from './artifact-digest.js'
 import type { MirrorResult } from './mirror-counters.js'
 import type { MirrorJob } from './mirror-job.js'
@@ -147,7 +148,7 @@ export class MirrorWorker {
       return { result: 'integrity_mismatch', disposition: 'leave', reason: manifest.detail }
     }
 
-    const artifact = await this.#source.openArtifact(new URL(job.url), { method: 'GET', ...(signal === undefined ? {} : { signal }) })
+    const artifact = await this.#source.openArtifact(new URL(job.url), { method: 'GET', ...(signal === undefined ? {} : { abort: new SignalAbort(signal) }) })
     const status = artifact.statusCode
     if (status !== 200 || artifact.body === null) {
       artifact.body?.destroy()

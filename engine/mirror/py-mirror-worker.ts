@@ -40,6 +40,7 @@ import type { PyUploadTarget, TargetFile } from './py-upload-target.js'
 import { distributionFacts, readMetadataHeader, uploadFields } from './upload-metadata.js'
 import { uploadBody, uploadFormParts } from './upload-form.js'
 import { metadataUrl } from '../pypi/file-url.js'
+import { SignalAbort } from '../upstream/http1/request-abort.js'
 
 /** debug: the page offered a `.metadata` file that could not be used; the form carries the file name's facts only. */
 export const MIRROR_METADATA_UNUSED = 'mirror py core metadata not used'
@@ -106,7 +107,7 @@ export class PyMirrorWorker {
     const { fields, usedMetadata } = uploadFields({ facts, project: job.package, sha256, md5: job.md5, metadata })
     if (metadata !== undefined && !usedMetadata) this.#logger.debug(MIRROR_METADATA_UNUSED, { ...where, reason: 'it names another project or version, or no Metadata-Version' })
 
-    const artifact = await this.#source.openArtifact(new URL(job.url), { method: 'GET', ...(signal === undefined ? {} : { signal }) })
+    const artifact = await this.#source.openArtifact(new URL(job.url), { method: 'GET', ...(signal === undefined ? {} : { abort: new SignalAbort(signal) }) })
     const status = artifact.statusCode
     if (status !== 200 || artifact.body === null) {
       artifact.body?.destroy()
@@ -193,7 +194,7 @@ export class PyMirrorWorker {
 
   /** The `.metadata` header block, or undefined when the upstream does not serve a usable one (the form then goes without). */
   async #readMetadata(job: MirrorJob, where: Record<string, string>, signal: AbortSignal | undefined): Promise<string | undefined> {
-    const response = await this.#source.openArtifact(new URL(metadataUrl(job.url)), { method: 'GET', ...(signal === undefined ? {} : { signal }) })
+    const response = await this.#source.openArtifact(new URL(metadataUrl(job.url)), { method: 'GET', ...(signal === undefined ? {} : { abort: new SignalAbort(signal) }) })
     if (response.statusCode !== 200 || response.body === null) {
       response.body?.destroy()
       if (isTransientStatus(response.statusCode)) throw new ServiceError('UPSTREAM_UNAVAILABLE', { data: { status: response.statusCode, reason: 'core metadata' } })

@@ -34,7 +34,7 @@ import { transportFailure } from './http1/transport-failure.js'
 import type { FetchErrorCause, UpstreamFetchCounters } from './fetch-counters.js'
 import type { ArtifactResponse } from './http1/artifact-response.js'
 import { ArtifactConnections } from './http1/artifact-connection-pool.js'
-import { SignalAbort, type RequestAbort } from './http1/request-abort.js'
+import type { RequestAbort } from './http1/request-abort.js'
 import { ChunkRuns } from './chunk-runs.js'
 
 /** Logged at error: 408, 429, 5xx, no answer, a malformed or oversized body (SPEC.md 6.2). */
@@ -130,11 +130,10 @@ export interface OpenArtifactOptions {
   /** The client's credential to forward (private side only; never sent on the public side). */
   readonly bearer?: BearerToken
   readonly conditional?: { readonly ifNoneMatch?: string, readonly ifModifiedSince?: string }
-  /** Calls the request off; its reason is then thrown. */
-  readonly signal?: AbortSignal
   /**
-   * The same as `signal`, cheaper per request (http1/request-abort.ts): the
-   * relay route's. At most one of the two.
+   * Calls the request off; its reason is then thrown. The relay route's is an
+   * AbortCue; a caller holding an AbortSignal wraps it in a SignalAbort
+   * (http1/request-abort.ts says why not a signal).
    */
   readonly abort?: RequestAbort
 }
@@ -423,10 +422,10 @@ export class UpstreamClient {
     body.on('error', (error) => { first ??= { origin: 'transport', error } })
     const max = this.#maxResponseBytes
     let decoders: Transform[]
+    // An identity body's announced length: its excess is refused unread; else it sizes the first run.
+    const declared = Number(firstHeader(headers['content-length']))
     try {
       decoders = decodersFor(headers['content-encoding'])
-      // An identity body that announces its excess is refused unread.
-      const declared = Number(firstHeader(headers['content-length']))
       if (decoders.length === 0 && declared > max) {
         throw new ServiceError('RESPONSE_TOO_LARGE', { data: { ...where, limit: max } })
       }
@@ -448,7 +447,7 @@ export class UpstreamClient {
     })
     aborted.catch(() => {})
 
-    const runs = new ChunkRuns(decoders.length === 0 ? Number(firstHeader(headers['content-length'])) : undefined)
+    const runs = new ChunkRuns(decoders.length === 0 ? declared : undefined)
     let bytes = 0
     try {
       for await (const chunk of source as AsyncIterable<Uint8Array>) {
@@ -483,10 +482,7 @@ export class UpstreamClient {
    * EGRESS_REFUSED. When the caller's signal aborts, its reason is thrown.
    */
   async openArtifact(url: URL, options: OpenArtifactOptions): Promise<ArtifactResponse> {
-    if (options.signal !== undefined && options.abort !== undefined) {
-      throw new ServiceError('INTERNAL', { message: 'an artifact request takes a signal or an abort, not both' })
-    }
-    const abort = options.abort ?? (options.signal === undefined ? undefined : new SignalAbort(options.signal))
+    const abort = options.abort
     const upstream = authorityOf(url)
     this.#guard.checkUrl(url)
     if (!this.#trusted) checkTarballAuthority(url, this.#base, this.#respectTarballHost)

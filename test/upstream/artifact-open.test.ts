@@ -9,6 +9,7 @@ import { once } from 'node:events'
 import { gzipSync } from 'node:zlib'
 import { BearerToken } from '../../engine/secret.js'
 import { isServiceError } from '../../engine/errors.js'
+import { SignalAbort } from '../../engine/upstream/http1/request-abort.js'
 import { codeOf, makeClient, startServer } from './servers.js'
 
 const TARBALL = gzipSync(Buffer.from('package/package.json'.repeat(1000)))
@@ -111,7 +112,7 @@ t.test('no answer: UPSTREAM_UNAVAILABLE or UPSTREAM_TIMEOUT; the caller abort is
   t.ok(isServiceError(err, 'UPSTREAM_UNAVAILABLE'))
   const controller = new AbortController()
   const reason = new Error('client gone')
-  const pending = client.openArtifact(new URL(`${up.origin}/b.tgz`), { method: 'GET', signal: controller.signal }).catch((e: unknown) => e)
+  const pending = client.openArtifact(new URL(`${up.origin}/b.tgz`), { method: 'GET', abort: new SignalAbort(controller.signal) }).catch((e: unknown) => e)
   setTimeout(() => controller.abort(reason), 20)
   t.equal(await pending, reason)
 })

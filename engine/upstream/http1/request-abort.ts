@@ -67,7 +67,7 @@ export class AbortCue implements RequestAbort {
   }
 }
 
-/** A caller's AbortSignal as a RequestAbort (the mirror workers pass one). */
+/** A caller's AbortSignal as a RequestAbort (the mirror workers wrap theirs in one). */
 export class SignalAbort implements RequestAbort {
   readonly signal: AbortSignal
   #listener: ((reason: unknown) => void) | undefined
