@@ -23,6 +23,10 @@
  * point at full concurrency to the end of the throughput runs is held to
  * one read buffer per connection (64 x 256 KiB).
  *
+ * BENCH_RELAY_POINTS=<labels> measures only the points named, comma
+ * separated as the rows name them (`10 MiB x64,1 MiB x8`), for a quick A/B
+ * of two builds at the points that differ; the RSS rows then cover only those.
+ *
  * BENCH_RELAY_CPU_PROF=<dir> runs the throughput relay process under
  * `--cpu-prof`, its profile written to that folder when the scenario ends.
  */
@@ -144,6 +148,7 @@ const scenario: Scenario = {
   async run(): Promise<ScenarioResult> {
     const duration = Number(process.env.BENCH_DURATION_SECONDS ?? 8)
     const rounds = Math.max(1, Math.floor(Number(process.env.BENCH_RELAY_ROUNDS ?? 5)))
+    const points = process.env.BENCH_RELAY_POINTS?.split(',').map((p) => p.trim()).filter((p) => p !== '')
     const root = await mkdtemp(join(tmpdir(), 'bench-artifacts-'))
     const notes: string[] = []
     const rows: Row[] = []
@@ -209,6 +214,7 @@ const scenario: Scenario = {
         for (const connections of CONCURRENCY) {
           const shape: LoadShape = { connections, durationSeconds: duration, warmupSeconds: 2 }
           const label = `GET ${a.label} x${connections}`
+          if (points !== undefined && !points.includes(`${a.label} x${connections}`)) continue
           const runs: Record<string, MeasuredServer[]> = {}
           const measured: Record<string, Median | string> = {}
           const order = Object.keys(servers)

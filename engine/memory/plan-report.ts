@@ -4,7 +4,7 @@
  * reports what was applied". Both read the same `describePlan` object.
  */
 import type { Logger } from '../log/logger.js'
-import type { Figure, MemoryPlan } from './plan.js'
+import { LARGE_READ_BUFFER_SIZE, type Figure, type MemoryPlan } from './plan.js'
 import { v8Limits, type V8Limits } from './v8-limits.js'
 
 /** SPEC.md 6.2, info at boot: starting budget, live target, deductions, floor, live ceiling. */
@@ -73,6 +73,11 @@ export interface PlanDescription {
     readonly entryStepBytes: number
     readonly entryWaitMs: number
   }
+  /** Large artifact read buffers lent at once, process-wide, and the size of one. */
+  readonly artifactRelay: {
+    readonly largeReadBuffers: FigureDescription<number>
+    readonly largeReadBufferBytes: number
+  }
   readonly v8: V8Limits
   readonly warnings: readonly string[]
 }
@@ -126,6 +131,10 @@ export function describePlan(plan: MemoryPlan): PlanDescription {
       entryStepBytes: plan.entryStepBytes,
       entryWaitMs: plan.entryWaitMs,
     },
+    artifactRelay: {
+      largeReadBuffers: d(plan.artifactReadBuffers),
+      largeReadBufferBytes: LARGE_READ_BUFFER_SIZE,
+    },
     v8: v8Limits(plan),
     warnings,
   }
@@ -158,6 +167,7 @@ export function logPlan(plan: MemoryPlan, logger: Logger): void {
   logger.info(MEMORY_PLAN_INGEST_CEILING, { maxResponseBytes: description.metadataIngestCeiling.maxResponseBytes })
   logger.info(RUNTIME_SERVE_ADMISSION, {
     ...description.serveAdmission,
+    artifactRelay: description.artifactRelay,
     cores: description.cores,
     memoryLimitBytes: description.memoryLimitBytes,
     v8: description.v8,

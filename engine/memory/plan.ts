@@ -51,6 +51,13 @@
  * - Serve admission: 16 in flight per core, at most one per 2 MiB of the
  *   starting budget (entry steps alone never take more than half of it), at
  *   least 4. The waiting room holds twice the in-flight count.
+ * - Artifact read buffers (engine/upstream/http1/artifact-connection.ts):
+ *   the large read buffers the proxy's artifact connections may borrow at
+ *   once, process-wide. They live outside the heap, so they come out of the
+ *   room the heap ceiling leaves (an eighth of the limit, at least 32 MiB):
+ *   a quarter of it in 512 KiB buffers, at most 64 (so 16 to 64, 8 to
+ *   32 MiB); 64 with no memory limit. Relays are not charged to the gate (SPEC.md 8.1), so
+ *   this is a bound, not a deduction.
  */
 import { ServiceError } from '../errors.js'
 import { EMBEDDED_QUEUE_BOUNDS } from '../queue/embedded-queue-bounds.js'
@@ -159,6 +166,8 @@ export interface MemoryPlan {
   readonly maxResponseBytes: Figure<number>
   readonly serveMaxInFlight: Figure<number>
   readonly waitingRoom: Figure<number>
+  /** Large artifact read buffers lent at once, process-wide (the header says how many). */
+  readonly artifactReadBuffers: Figure<number>
   /** SPEC.md 8: 1 MiB per request. */
   readonly entryStepBytes: number
   /** SPEC.md 8: 1 s, then 503 with Retry-After: 1. */
@@ -170,6 +179,11 @@ export const MEMORY_PER_DERIVED_CORE = 512 * MiB
 export const AREA_MIN = 4 * MiB
 export const AREA_MAX = 64 * MiB
 export const OUTSIDE_HEAP_MIN = 32 * MiB
+/** The share of the outside-heap room that large artifact read buffers may take. */
+export const READ_BUFFER_SHARE = 0.25
+export const READ_BUFFERS_MAX = 64
+/** engine/upstream/http1/artifact-connection.ts's LARGE_READ_BUFFER_BYTES (the plan stays free of upstream imports). */
+export const LARGE_READ_BUFFER_SIZE = 512 * 1024
 export const CACHE_SHARE = 0.3
 export const CACHE_MIN = 64 * MiB
 /** Heap per pending embedded-queue job beside its body: the entry, its id and key, map and heap slots. */
@@ -251,10 +265,10 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
   const area = allocationAreaBytes.value
   const nurseryBytes = fig(area * n, allocationAreaBytes.origin === 'default' ? 'default' : 'derived')
 
+  const outsideHeap = limit === undefined ? undefined : Math.max(Math.floor(limit / 8), OUTSIDE_HEAP_MIN)
   let heapCeilingBytes: Figure<number | null>
   if (pinnedHeap !== undefined) heapCeilingBytes = fig(pinnedHeap, 'pin')
-  else if (limit !== undefined) {
-    const outsideHeap = Math.max(Math.floor(limit / 8), OUTSIDE_HEAP_MIN)
+  else if (limit !== undefined && outsideHeap !== undefined) {
     heapCeilingBytes = fig(Math.max(limit - outsideHeap - area, nurseryBytes.value + TINY_HEAP_OLD_MIN), 'derived')
   } else heapCeilingBytes = fig(null, 'default')
   const heap = heapCeilingBytes.value
@@ -319,6 +333,9 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
     ? fig(pinnedInFlight, 'pin')
     : fig(Math.max(IN_FLIGHT_MIN, Math.min(IN_FLIGHT_PER_CORE * n, Math.floor(startingBudgetBytes.value / BUDGET_PER_IN_FLIGHT))), 'derived')
   const waitingRoom = fig(serveMaxInFlight.value * WAITING_ROOM_PER_IN_FLIGHT, 'derived')
+  const artifactReadBuffers = outsideHeap === undefined
+    ? fig(READ_BUFFERS_MAX, 'default')
+    : fig(Math.min(READ_BUFFERS_MAX, Math.floor((outsideHeap * READ_BUFFER_SHARE) / LARGE_READ_BUFFER_SIZE)), 'derived')
 
   return Object.freeze({
     memoryLimitBytes,
@@ -340,6 +357,7 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
     maxResponseBytes,
     serveMaxInFlight,
     waitingRoom,
+    artifactReadBuffers,
     entryStepBytes: ENTRY_STEP_BYTES,
     entryWaitMs: ENTRY_WAIT_MS,
   })

@@ -34,6 +34,7 @@ import { transportFailure } from './http1/transport-failure.js'
 import type { FetchErrorCause, UpstreamFetchCounters } from './fetch-counters.js'
 import type { ArtifactResponse } from './http1/artifact-response.js'
 import { ArtifactConnections } from './http1/artifact-connection-pool.js'
+import type { LargeReadBuffers } from './http1/artifact-connection.js'
 import type { RequestAbort } from './http1/request-abort.js'
 import { ChunkRuns } from './chunk-runs.js'
 
@@ -96,6 +97,8 @@ export interface UpstreamClientOptions {
   readonly connections?: number
   /** How long an idle keep-alive socket is kept. */
   readonly keepAliveTimeoutMs?: number
+  /** The large artifact read buffers to borrow from (the proxy shares one, sized by the memory plan); a pool of its own when unset. */
+  readonly largeReadBuffers?: LargeReadBuffers
   /** Resolver for the egress guard; tests inject one. */
   readonly resolve?: typeof dnsLookup
   /**
@@ -261,6 +264,7 @@ export class UpstreamClient {
       ...(options.keepAliveTimeoutMs === undefined ? {} : { keepAliveMs: options.keepAliveTimeoutMs }),
       ...(options.connections === undefined ? {} : { connections: options.connections }),
       ...(ca === undefined ? {} : { ca }),
+      ...(options.largeReadBuffers === undefined ? {} : { largeReadBuffers: options.largeReadBuffers }),
       ...(options.trusted ? {} : { lookup: this.#guard.lookup }),
       checkAddress: (address) => guard.checkAddress(address),
     })

@@ -4,6 +4,7 @@ import type { Logger } from '../../engine/log/logger.js'
 import type { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
 import type { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
+import type { LargeReadBuffers } from '../../engine/upstream/http1/artifact-connection.js'
 
 export interface ClientContext {
   readonly config: Config
@@ -12,6 +13,8 @@ export interface ClientContext {
   readonly maxResponseBytes: number
   readonly marker: string
   readonly logger: Logger
+  /** The process's large artifact read buffers (the memory plan's artifactReadBuffers), shared by every mount's clients. */
+  readonly largeReadBuffers: LargeReadBuffers
 }
 
 /**
@@ -28,6 +31,7 @@ export function mountClients(mount: MountConfig, c: ClientContext): { privateCli
     proxyId: c.marker,
     logger: c.logger,
     counters: c.counters,
+    largeReadBuffers: c.largeReadBuffers,
   })
   const publicClient = mount.upstreams.public === undefined ? undefined : new UpstreamClient({
     url: mount.upstreams.public.url,
@@ -40,6 +44,7 @@ export function mountClients(mount: MountConfig, c: ClientContext): { privateCli
     proxyId: c.marker,
     logger: c.logger,
     counters: c.counters,
+    largeReadBuffers: c.largeReadBuffers,
   })
   return { privateClient, publicClient }
 }

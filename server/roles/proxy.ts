@@ -62,6 +62,7 @@ import { planFor } from './runtime-plan.js'
 import { attachMirrorWorker, type MirrorAttachment, type MirrorMountSource } from './mirror.js'
 import { attachPyMount } from './py-wiring.js'
 import { mountClients } from './mount-clients.js'
+import { LargeReadBuffers } from '../../engine/upstream/http1/artifact-connection.js'
 import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
 
 export const PROXY_LISTENING = 'proxy listening'
@@ -140,8 +141,10 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   snapshots['service.metadata_cache'] = () => combinedSnapshot(caches)
   const gateModule = siblingModule('../../workers/policy-gate')
   const edge = edgeAuthFor(config.server.edgeTokens)
+  // One set of large artifact read buffers for every upstream of every mount, bounded by the plan.
+  const largeReadBuffers = new LargeReadBuffers(plan.artifactReadBuffers.value)
   if (jsMount !== undefined) {
-    const { privateClient, publicClient } = mountClients(jsMount, { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker, logger })
+    const { privateClient, publicClient } = mountClients(jsMount, { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker, logger, largeReadBuffers })
     for (const client of [privateClient, publicClient]) if (client !== undefined) clients.push(client)
 
     const policy = mountPolicy(jsMount, ctx)
@@ -281,7 +284,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     const policy = mountPolicy(pyMount, ctx)
     slots.set('py', policy.slot)
     const py = attachPyMount({
-      door, config, mount: pyMount, pool, gate, gateModule, credentials, counters, marker, edge, logger, clock,
+      door, config, mount: pyMount, pool, gate, gateModule, credentials, counters, marker, edge, logger, clock, largeReadBuffers,
       policy: {
         evaluator: policy.evaluator,
         gateOptions: policy.gateOptions,

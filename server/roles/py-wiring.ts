@@ -21,6 +21,7 @@ import { DEFAULT_READ_LIMITS, type Hashes } from '../../engine/pypi/simple-model
 import type { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
 import type { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
+import type { LargeReadBuffers } from '../../engine/upstream/http1/artifact-connection.js'
 import { mountClients } from './mount-clients.js'
 import { runPyPageTask } from '../../workers/py-page-client.js'
 import type { PyPageOutcome } from '../../workers/py-page-task.js'
@@ -50,6 +51,8 @@ export interface AttachPyOptions {
   readonly credentials: CredentialRegistry
   readonly counters: UpstreamFetchCounters
   readonly maxResponseBytes: number
+  /** The process's large artifact read buffers, shared with the `/js` mount's clients. */
+  readonly largeReadBuffers: LargeReadBuffers
   /** The `/js` cache, whose byte and entry bound this mount shares; undefined: a bound of its own. */
   readonly shareBudgetWith: { readonly budget: CacheBudget } | undefined
   readonly cacheBytes: number
@@ -117,7 +120,7 @@ function upstreamOf(file: PageFile, kind: FileRequestKind): string | undefined {
 
 export function attachPyMount(o: AttachPyOptions): PyAttachment {
   const { mount, config, logger } = o
-  const { privateClient, publicClient } = mountClients(mount, { config, credentials: o.credentials, counters: o.counters, maxResponseBytes: o.maxResponseBytes, marker: o.marker, logger })
+  const { privateClient, publicClient } = mountClients(mount, { config, credentials: o.credentials, counters: o.counters, maxResponseBytes: o.maxResponseBytes, marker: o.marker, logger, largeReadBuffers: o.largeReadBuffers })
   const cache = new MetadataCache<PageFile>({
     maxBytes: o.cacheBytes,
     maxEntries: o.cacheEntries,

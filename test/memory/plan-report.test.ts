@@ -74,4 +74,5 @@ t.test('describePlan is JSON-able and carries every origin', async (t) => {
   t.same(round.heapCeilingBytes, { value: 1728 * MiB, origin: 'derived' })
   t.same(round.warnings, [])
   t.equal(round.v8.poolThreads, 4)
+  t.same(round.artifactRelay, { largeReadBuffers: { value: 64, origin: 'derived' }, largeReadBufferBytes: 512 * 1024 })
 })

@@ -145,6 +145,18 @@ t.test('invalid pins are refused, not clamped', async (t) => {
   }
 })
 
+t.test('large artifact read buffers: a quarter of the room outside the heap in 512 KiB, at most 64', async (t) => {
+  const at = (memoryLimitBytes?: number) => computePlan(memoryLimitBytes === undefined ? {} : { cgroup: { cpuCores: 2, memoryLimitBytes } }).artifactReadBuffers
+  t.same(at(), { value: 64, origin: 'default' }, 'no memory limit: 64 (32 MiB)')
+  t.same(at(256 * MiB), { value: 16, origin: 'derived' }, '256 MiB: 32 MiB outside the heap (the minimum), 8 MiB of buffers')
+  t.same(at(512 * MiB), { value: 32, origin: 'derived' }, '512 MiB: 64 MiB outside, 16 MiB of buffers')
+  t.same(at(GiB), { value: 64, origin: 'derived' }, '1 GiB: 128 MiB outside, 32 MiB of buffers')
+  t.same(at(8 * GiB), { value: 64, origin: 'derived' }, 'never above 64')
+  t.same(at(64 * MiB), { value: 16, origin: 'derived' }, 'a tiny limit still leaves the 32 MiB minimum outside')
+  const pinnedHeap = computePlan({ pins: { maxHeapBytes: 512 * MiB } }).artifactReadBuffers
+  t.same(pinnedHeap, { value: 64, origin: 'default' }, 'a heap pin without a limit says nothing about the room outside')
+})
+
 t.test('the plan is frozen', async (t) => {
   const plan = computePlan({ cgroup: { cpuCores: 2, memoryLimitBytes: GiB } })
   t.ok(Object.isFrozen(plan))

@@ -36,15 +36,13 @@ import type { LookupCallback } from '../egress-guard.js'
 import type { ArtifactResponse } from './artifact-response.js'
 import type { ArtifactBody } from './artifact-body.js'
 import { ArtifactExchange, StaleConnection, badResponse, type ArtifactTimeouts } from './artifact-exchange.js'
-import { ArtifactConnection, ReadBufferBudget, type ArtifactConnectionOwner } from './artifact-connection.js'
+import { ArtifactConnection, LargeReadBuffers, type ArtifactConnectionOwner } from './artifact-connection.js'
 import { HEADER_NAME } from './head-parser.js'
 import type { RequestAbort } from './request-abort.js'
 import { artifactRequest, type ArtifactClientRequest } from '../../telemetry/artifact-client-channel.js'
 
 const CONTROL = /[\r\n\0]/
 
-/** Connections per pool that may read into a large buffer (artifact-connection.ts): 4 MiB at most beyond one small buffer each. */
-const LARGE_READ_BUFFERS = 8
 
 export interface ArtifactConnectionsOptions {
   readonly timeouts: ArtifactTimeouts
@@ -54,6 +52,8 @@ export interface ArtifactConnectionsOptions {
   readonly connections?: number
   /** Extra trust anchor (PEM) added to the default roots. */
   readonly ca?: string
+  /** The large read buffers connections borrow (shared process-wide by the proxy); a pool of its own by default. */
+  readonly largeReadBuffers?: LargeReadBuffers
   /** A resolver for net/tls.connect (the egress guard's on the public side). */
   readonly lookup?: (hostname: string, options: object, callback: LookupCallback) => void
   /** Judges a literal address, which never reaches `lookup`. */
@@ -78,12 +78,13 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
   readonly #all = new Set<ArtifactConnection>()
   readonly #count = new Map<string, number>()
   readonly #waiters = new Map<string, (() => void)[]>()
-  readonly #budget = new ReadBufferBudget(LARGE_READ_BUFFERS)
+  readonly #largeBuffers: LargeReadBuffers
   #closing = false
   #drained: (() => void) | undefined
 
   constructor(options: ArtifactConnectionsOptions) {
     this.#options = options
+    this.#largeBuffers = options.largeReadBuffers ?? new LargeReadBuffers()
   }
 
   /**
@@ -194,7 +195,7 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
         ...(isIP(host) === 0 ? { servername: host } : {}),
         ...(ca === undefined ? {} : { ca: [...rootCertificates, ca] }),
       } as ConnectionOptions)
-      : netConnect({ host, port, onread, ...(lookup === undefined ? {} : { lookup }) }), this.#budget)
+      : netConnect({ host, port, onread, ...(lookup === undefined ? {} : { lookup }) }), this.#largeBuffers)
     this.#all.add(conn)
     this.#count.set(key, (this.#count.get(key) ?? 0) + 1)
     const socket = conn.socket
