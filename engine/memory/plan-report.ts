@@ -4,7 +4,8 @@
  * reports what was applied". Both read the same `describePlan` object.
  */
 import type { Logger } from '../log/logger.js'
-import { LARGE_READ_BUFFER_SIZE, type Figure, type MemoryPlan } from './plan.js'
+import type { Figure, MemoryPlan } from './plan.js'
+import { LARGE_READ_BUFFER_BYTES } from '../upstream/http1/artifact-connection.js'
 import { v8Limits, type V8Limits } from './v8-limits.js'
 
 /** SPEC.md 6.2, info at boot: starting budget, live target, deductions, floor, live ceiling. */
@@ -133,7 +134,7 @@ export function describePlan(plan: MemoryPlan): PlanDescription {
     },
     artifactRelay: {
       largeReadBuffers: d(plan.artifactReadBuffers),
-      largeReadBufferBytes: LARGE_READ_BUFFER_SIZE,
+      largeReadBufferBytes: LARGE_READ_BUFFER_BYTES,
     },
     v8: v8Limits(plan),
     warnings,

@@ -61,6 +61,7 @@
  */
 import { ServiceError } from '../errors.js'
 import { EMBEDDED_QUEUE_BOUNDS } from '../queue/embedded-queue-bounds.js'
+import { DEFAULT_LARGE_READ_BUFFERS, LARGE_READ_BUFFER_BYTES } from '../upstream/http1/artifact-connection.js'
 
 export const MiB = 1024 * 1024
 export const GiB = 1024 * MiB
@@ -181,9 +182,8 @@ export const AREA_MAX = 64 * MiB
 export const OUTSIDE_HEAP_MIN = 32 * MiB
 /** The share of the outside-heap room that large artifact read buffers may take. */
 export const READ_BUFFER_SHARE = 0.25
-export const READ_BUFFERS_MAX = 64
-/** engine/upstream/http1/artifact-connection.ts's LARGE_READ_BUFFER_BYTES (the plan stays free of upstream imports). */
-export const LARGE_READ_BUFFER_SIZE = 512 * 1024
+/** The most lent at once, and what an unplanned pool lends (artifact-connection.ts). */
+export const READ_BUFFERS_MAX = DEFAULT_LARGE_READ_BUFFERS
 export const CACHE_SHARE = 0.3
 export const CACHE_MIN = 64 * MiB
 /** Heap per pending embedded-queue job beside its body: the entry, its id and key, map and heap slots. */
@@ -335,7 +335,7 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
   const waitingRoom = fig(serveMaxInFlight.value * WAITING_ROOM_PER_IN_FLIGHT, 'derived')
   const artifactReadBuffers = outsideHeap === undefined
     ? fig(READ_BUFFERS_MAX, 'default')
-    : fig(Math.min(READ_BUFFERS_MAX, Math.floor((outsideHeap * READ_BUFFER_SHARE) / LARGE_READ_BUFFER_SIZE)), 'derived')
+    : fig(Math.min(READ_BUFFERS_MAX, Math.floor((outsideHeap * READ_BUFFER_SHARE) / LARGE_READ_BUFFER_BYTES)), 'derived')
 
   return Object.freeze({
     memoryLimitBytes,

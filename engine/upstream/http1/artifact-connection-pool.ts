@@ -43,7 +43,6 @@ import { artifactRequest, type ArtifactClientRequest } from '../../telemetry/art
 
 const CONTROL = /[\r\n\0]/
 
-
 export interface ArtifactConnectionsOptions {
   readonly timeouts: ArtifactTimeouts
   /** How long an idle keep-alive connection is kept; default 4 s (undici's). */

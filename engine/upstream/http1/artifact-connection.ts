@@ -202,7 +202,7 @@ export class ArtifactConnection implements ExchangeConnection {
   #mainBuffer(): Buffer {
     if (this.#full) {
       this.#full = false
-      const large = this.#exchange === undefined ? undefined : this.#large?.lend()
+      const large = this.#large?.lend()
       if (large !== undefined) {
         this.#lent = true
         this.#buf = large
@@ -236,6 +236,7 @@ export class ArtifactConnection implements ExchangeConnection {
 
   /** The connection is gone, maybe with reads still held: the lent buffer's place comes back, not the buffer. */
   #forfeitLarge(): void {
+    this.#full = false
     if (!this.#lent) return
     this.#lent = false
     this.#giveBackPending = false

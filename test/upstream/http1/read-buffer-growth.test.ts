@@ -17,7 +17,6 @@ import {
 import { ArtifactExchange } from '../../../engine/upstream/http1/artifact-exchange.js'
 import type { ArtifactResponse } from '../../../engine/upstream/http1/artifact-response.js'
 import type { ArtifactBody } from '../../../engine/upstream/http1/artifact-body.js'
-import { LARGE_READ_BUFFER_SIZE } from '../../../engine/memory/plan.js'
 
 class QuietSocket extends EventEmitter {
   destroyed = false
@@ -217,10 +216,6 @@ t.test('a connection closed mid-loan gives its place back but not the buffer, wh
   b.fill()
   t.equal(b.fill(), LARGE_READ_BUFFER_BYTES, 'another connection may borrow')
   b.conn.destroy()
-})
-
-t.test('the memory plan counts large buffers of this size', async (t) => {
-  t.equal(LARGE_READ_BUFFER_SIZE, LARGE_READ_BUFFER_BYTES)
 })
 
 t.test('LargeReadBuffers reuses returned buffers, and lets them go after a quiet spell', async (t) => {
