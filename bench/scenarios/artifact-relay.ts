@@ -5,17 +5,19 @@
  * streaming every request from a local plain-http origin), against nginx
  * relaying to the same origin (tuned: proxy_buffering off, 256k buffers, a
  * keep-alive upstream pool) and against Verdaccio serving the same tarballs
- * from its storage. Then the proxy's RSS while 64 slow clients read 10 MiB
+ * from its storage; the origin asked directly is printed beside them as the
+ * load tool's ceiling. Then the proxy's RSS while 64 slow clients read 10 MiB
  * artifacts (target: growth under 64 MiB).
  *
  * The origin is nginx serving the files statically, the fastest origin at
  * hand, so the relays are what is measured. The proxy runs in a process of
  * its own (bench/runners/artifact-relay-server.ts); the load comes from a
  * third (wrk, else autocannon). BENCH_DURATION_SECONDS sizes each run
- * (default 8 s after a 2 s warm-up); the proxy and the nginx relay take the
- * median of BENCH_RELAY_ROUNDS alternating rounds (default 5: on a shared
+ * (default 8 s after a 2 s warm-up); the proxy and the nginx relay are
+ * measured in BENCH_RELAY_ROUNDS alternating rounds (default 5: on a shared
  * 2-core machine one round of either server swings by a third, so three
- * left the median to one lucky or unlucky run).
+ * left the median to one lucky or unlucky run). Throughput is the median of
+ * the rounds; the p99 is that of every request of the rounds pooled.
  *
  * RSS across the run (issue 18: "RSS flat across the run"): after each point
  * the resident set (VmRSS, not the high-water mark) of the proxy and of the
@@ -40,7 +42,7 @@ import { fileURLToPath } from 'node:url'
 import { ChildPeer } from '../peers/child-peer.js'
 import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
 import { fetchBytes, measureServer, type LoadShape } from '../lib/baselines.js'
-import { defaultLoadTool } from '../lib/load.js'
+import { defaultLoadTool, pooledPercentileMs, type LatencyHistogram } from '../lib/load.js'
 import { loadWarnings, type MeasuredServer } from '../lib/load-rows.js'
 import { isUnavailable, startNginx, type NginxServer } from '../lib/nginx.js'
 import { peakRssBytes, rssBytes, treeRssBytes } from '../lib/peak-rss.js'
@@ -126,7 +128,7 @@ async function slowClients(origin: string, path: string, pid: number, clients: n
   return { before, peak, bytes }
 }
 
-/** The median throughput and the median p99 of a server's rounds (each its own median). */
+/** A server's figures over its rounds: the median throughput, and the p99 of all its requests. */
 interface Median { readonly bytesPerSecond: number, readonly p99Ms: number }
 
 function median(values: readonly number[]): number {
@@ -135,8 +137,17 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid] as number : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
 }
 
+/**
+ * The p99 is taken over the requests of every round pooled (wrk's histograms),
+ * not as the median of each round's p99: one round's p99 rests on its few
+ * slowest requests, and on a shared 2-core machine, where the load tool,
+ * the relay and the origin take turns, it moves by a third from round to round
+ * for either server. Without histograms (autocannon) it is the median.
+ */
 function medianOf(runs: readonly MeasuredServer[]): Median {
-  return { bytesPerSecond: median(runs.map((r) => r.load.bytesPerSecond)), p99Ms: median(runs.map((r) => r.load.p99Ms)) }
+  const histograms = runs.map((r) => r.load.latencyHistogram)
+  const pooled = histograms.every((h) => h !== undefined) ? pooledPercentileMs(histograms as LatencyHistogram[], 99) : undefined
+  return { bytesPerSecond: median(runs.map((r) => r.load.bytesPerSecond)), p99Ms: pooled ?? median(runs.map((r) => r.load.p99Ms)) }
 }
 
 function measurement(unit: string, better: 'higher' | 'lower', value: number): Measurement {
@@ -191,6 +202,9 @@ const scenario: Scenario = {
         proxy: { base: relay.origin, pid: relay.pid },
         'nginx relay': typeof nginxRelay === 'string' ? nginxRelay : { base: nginxRelay.origin, pid: nginxRelay.pid },
         verdaccio: typeof verdaccio === 'string' ? verdaccio : { base: verdaccio.origin, pid: verdaccio.pid },
+        // The origin itself, asked directly: what the load tool reaches with no relay in
+        // the way. Where a relay comes close to it, the tool, not the relay, is the limit.
+        origin: { base: origin.origin, pid: origin.pid },
       }
       for (const [name, server] of Object.entries(servers)) {
         if (typeof server === 'string') continue
@@ -212,7 +226,7 @@ const scenario: Scenario = {
       // blame whichever server ran during a quiet or a busy spell.
       for (const a of artifacts) {
         for (const connections of CONCURRENCY) {
-          const shape: LoadShape = { connections, durationSeconds: duration, warmupSeconds: 2 }
+          const shape: LoadShape = { connections, durationSeconds: duration, warmupSeconds: 2, latencyHistogram: true }
           const label = `GET ${a.label} x${connections}`
           if (points !== undefined && !points.includes(`${a.label} x${connections}`)) continue
           const runs: Record<string, MeasuredServer[]> = {}
@@ -223,7 +237,7 @@ const scenario: Scenario = {
             for (const name of names) {
               const server = servers[name]
               if (server === undefined || typeof server === 'string') continue
-              if (name === 'verdaccio' && round > 0) continue // a reference, not the target: once
+              if ((name === 'verdaccio' || name === 'origin') && round > 0) continue // references, not the target: once
               const m = await measureServer(`${server.base}${artifactPath(a)}`, shape, () => peakRssBytes(server.pid))
               notes.push(...loadWarnings(`${name} ${label}`, m.load))
               ;(runs[name] ??= []).push(m)
@@ -235,13 +249,15 @@ const scenario: Scenario = {
           if (rounds > 1) {
             const spread = (name: string): string => (runs[name] ?? []).map((m) => (m.load.bytesPerSecond / MB).toFixed(0)).join('/')
             const p99s = (name: string): string => (runs[name] ?? []).map((m) => m.load.p99Ms.toFixed(1)).join('/')
-            notes.push(`${label} MB/s per round: proxy ${spread('proxy')}, nginx relay ${spread('nginx relay')}; p99 ms per round: proxy ${p99s('proxy')}, nginx relay ${p99s('nginx relay')}`)
+            const medianP99 = (name: string): string => median((runs[name] ?? []).map((m) => m.load.p99Ms)).toFixed(1)
+            notes.push(`${label} MB/s per round: proxy ${spread('proxy')}, nginx relay ${spread('nginx relay')}; p99 ms per round: proxy ${p99s('proxy')}, nginx relay ${p99s('nginx relay')} (their medians: proxy ${medianP99('proxy')}, nginx relay ${medianP99('nginx relay')})`)
           }
           const own = measured['proxy'] as Median
           const pick = (m: Median | string, f: (x: Median) => Measurement): Measurement | string => (typeof m === 'string' ? m : f(m))
           const baselines = (f: (x: Median) => Measurement): Record<string, Measurement | string> => ({
             nginx: pick(measured['nginx relay'] ?? 'not measured', f),
             verdaccio: pick(measured['verdaccio'] ?? 'not measured', f),
+            'origin direct': pick(measured['origin'] ?? 'not measured', f),
           })
           const throughput = (x: Median): Measurement => measurement('MB/s', 'higher', x.bytesPerSecond / MB)
           const p99 = (x: Median): Measurement => measurement('ms', 'lower', x.p99Ms)

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { loadRows, loadWarnings, type MeasuredServer } from '../../bench/lib/load-rows.js'
+import { pooledPercentileMs, type LatencyHistogram } from '../../bench/lib/load.js'
 import { peakRssBytes, processTree, treePeakRssBytes } from '../../bench/lib/peak-rss.js'
 import { formatScenario } from '../../bench/lib/report.js'
 import { ChildPeer } from '../../bench/peers/child-peer.js'
@@ -47,4 +48,19 @@ t.test('peak RSS is read from /proc for a process and its children', async (t) =
   t.ok(tree.includes(child.pid), 'the child is in the tree')
   const total = await treePeakRssBytes(process.pid)
   t.ok(total !== undefined && total > own!, 'the tree sums its members')
+})
+
+t.test('a pooled percentile ranks the requests of every run together, by wrk\'s rule', async (t) => {
+  // Two runs of 50 requests: the first all at 10 ms, the second at 20 ms but for one at 900 ms.
+  const quiet: LatencyHistogram = [[10_000, 50]]
+  const stall: LatencyHistogram = [[20_000, 49], [900_000, 1]]
+  // Rank round(0.99 * 100 + 0.5) = 100: the slowest of the hundred.
+  t.equal(pooledPercentileMs([quiet, stall], 99), 900)
+  // Rank round(0.5 * 100 + 0.5) = 51: the first request of the second run.
+  t.equal(pooledPercentileMs([quiet, stall], 50), 20)
+  // The runs' order does not matter, and one run alone is that run's percentile.
+  t.equal(pooledPercentileMs([stall, quiet], 50), 20)
+  // Rank round(0.97 * 50 + 0.5) = 49: the last request before the stall.
+  t.equal(pooledPercentileMs([stall], 97), 20)
+  t.ok(Number.isNaN(pooledPercentileMs([[]], 99)), 'no requests, no percentile')
 })
