@@ -31,7 +31,7 @@ export function loadShapeFromEnv(headers: Readonly<Record<string, string>> = {})
 
 export async function measureServer(url: string, shape: LoadShape, peak: () => Promise<number | undefined>): Promise<MeasuredServer> {
   const warmup = shape.warmupSeconds ?? 2
-  if (warmup > 0) await runLoad({ ...shape, url, durationSeconds: warmup })
+  if (warmup > 0) await runLoad({ ...shape, url, durationSeconds: warmup, latencyHistogram: false })
   const load = await runLoad({ ...shape, url })
   return { load, peakRssBytes: await peak() }
 }

@@ -310,7 +310,7 @@ const scenario: Scenario = {
       notes.push(
         `slow clients: ${SLOW_CLIENTS} connections reading about ${SLOW_RATE / 1024} KiB/s each for ${SLOW_SECONDS} s (${(slow.bytes / MIB).toFixed(0)} MiB read in all); RSS ${(slow.before / MIB).toFixed(1)} MiB before, ${(slow.peak / MIB).toFixed(1)} MiB at peak; target growth under ${RSS_TARGET_GROWTH / MIB} MiB: ${growth < RSS_TARGET_GROWTH ? 'met' : 'MISSED'}`,
         `origin: nginx serving the files statically over plain http; the proxy relays through its private leg (no gate, no queue); the nginx relay is tuned as PEERS.md says; Verdaccio serves the same files from its storage`,
-        `load by ${await defaultLoadTool()} from its own process, ${duration} s per run after a 2 s warm-up; proxy and nginx relay: median of ${rounds} alternating round(s) (BENCH_RELAY_ROUNDS), Verdaccio: one; each server is one process (nginx: one worker); incompressible random artifacts`,
+        `load by ${await defaultLoadTool()} from its own process, ${duration} s per run after a 2 s warm-up; proxy and nginx relay: ${rounds} alternating round(s) (BENCH_RELAY_ROUNDS), throughput their median, p99 over their requests pooled${(await defaultLoadTool()) === 'wrk' ? '' : ' (autocannon: the median of their p99s)'}; Verdaccio and the origin direct: one; each server is one process (nginx: one worker); incompressible random artifacts`,
       )
       return { title: 'Artifact relay: proxy (private leg) vs tuned nginx relay vs Verdaccio, same origin and bytes', rows, notes }
     } finally {
