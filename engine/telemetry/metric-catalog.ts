@@ -70,6 +70,7 @@ function labelled(name: string, unit: string, description: string, key: string, 
 }
 
 const GATE = 'service.serve.admission.memory'
+const READ_BUFFERS = 'service.artifact.read_buffers'
 const CREDENTIAL = 'service.credential'
 /** SPEC.md 5.5 provider labels, and the refresh results (engine/upstream/credentials/credential-counters.ts). */
 const CREDENTIAL_PROVIDERS = ['registry', 'managedRepo', 'selfHosted'] as const
@@ -154,6 +155,11 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
       if (counts !== undefined) observe(numberAt(counts, 'entries') ?? 0)
     },
   },
+
+  // The artifact relay's large read buffers (engine/upstream/http1/artifact-connection.ts), bounded by the memory plan.
+  field('service.artifact.read_buffers.lent', 'gauge', '{buffer}', 'large (512 KiB) artifact read buffers lent to upstream connections now', READ_BUFFERS, 'lent'),
+  field('service.artifact.read_buffers.kept', 'gauge', '{buffer}', 'returned large artifact read buffers kept for reuse now (let go after 30 s with none lent)', READ_BUFFERS, 'kept'),
+  field('service.artifact.read_buffers.limit', 'gauge', '{buffer}', 'the most large artifact read buffers lent at once (the memory plan\'s artifactRelay.largeReadBuffers)', READ_BUFFERS, 'limit'),
 
   // Memory admission gate (SPEC.md 8.1).
   field('service.serve.admission.memory.budget_bytes', 'gauge', 'By', 'current memory budget of the admission gate', GATE, 'budgetBytes'),

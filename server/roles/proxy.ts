@@ -143,6 +143,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const edge = edgeAuthFor(config.server.edgeTokens)
   // One set of large artifact read buffers for every upstream of every mount, bounded by the plan.
   const largeReadBuffers = new LargeReadBuffers(plan.artifactReadBuffers.value)
+  snapshots['service.artifact.read_buffers'] = () => largeReadBuffers.snapshot()
   if (jsMount !== undefined) {
     const { privateClient, publicClient } = mountClients(jsMount, { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker, logger, largeReadBuffers })
     for (const client of [privateClient, publicClient]) if (client !== undefined) clients.push(client)

@@ -86,6 +86,9 @@ t.test('the exposition of a running proxy', { skip: hasPrometheus ? false : 'pro
     t.equal(sample(text, name), 0, `${name} at zero`)
   }
   t.ok((sample(text, 'service_serve_admission_memory_budget_bytes') ?? 0) > 0, 'the budget is reported')
+  t.equal(sample(text, 'service_artifact_read_buffers_lent'), 0, 'no large read buffer lent before any artifact')
+  t.equal(sample(text, 'service_artifact_read_buffers_kept'), 0, 'none kept either')
+  t.ok((sample(text, 'service_artifact_read_buffers_limit') ?? 0) >= 8, 'the plan\'s bound on large read buffers is reported')
   t.equal(sample(text, 'service_upstream_fetch_errors_total', 'cause="upstream_status"'), 0)
   t.equal(sample(text, 'service_mirror_jobs_processed_total', 'result="discarded"'), undefined, 'no mirror configured: no mirror series')
   t.match(text, /target_info\{[^}]*service_name="registry-proxy"/, 'the resource describes the service')

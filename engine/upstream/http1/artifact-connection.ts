@@ -106,6 +106,13 @@ export class LargeReadBuffers {
   get lent(): number { return this.#lent }
   /** Kept for reuse now. */
   get kept(): number { return this.#free.length }
+  /** The most lent at once. */
+  get limit(): number { return this.#limit }
+
+  /** The figures telemetry reads (`service.artifact.read_buffers.*`). */
+  snapshot(): { lent: number, kept: number, limit: number } {
+    return { lent: this.#lent, kept: this.#free.length, limit: this.#limit }
+  }
 }
 
 /** What a connection tells its pool (ArtifactConnections). */

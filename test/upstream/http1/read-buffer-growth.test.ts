@@ -74,6 +74,7 @@ t.test('full reads the relay takes borrow a large buffer for the exchange, withi
   t.equal(a.fill(), LARGE_READ_BUFFER_BYTES, 'after a read that filled it, the next read gets a large one')
   t.equal(a.fill(), LARGE_READ_BUFFER_BYTES, 'and keeps it while the exchange lasts')
   t.equal(large.lent, 1)
+  t.same(large.snapshot(), { lent: 1, kept: 0, limit: 1 }, 'telemetry reads the same figures')
 
   const b = relayed(large, 8 * READ_BUFFER_BYTES)
   t.equal(b.fill(), READ_BUFFER_BYTES)
@@ -82,6 +83,7 @@ t.test('full reads the relay takes borrow a large buffer for the exchange, withi
   a.finish()
   t.equal(large.lent, 0, 'the exchange ended: the loan came back')
   t.equal(large.kept, 1, 'and is kept for the next loan')
+  t.same(large.snapshot(), { lent: 0, kept: 1, limit: 1 })
   t.equal(a.onread.buffer().byteLength, READ_BUFFER_BYTES, 'the kept-alive connection reads into its own small buffer again')
 
   t.equal(b.fill(), LARGE_READ_BUFFER_BYTES, 'the other connection borrows it at its next full read')
