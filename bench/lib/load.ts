@@ -57,7 +57,7 @@ export interface LoadResult {
  * with one stall; five runs pooled put the rank at about the 45th.
  */
 export function pooledPercentileMs(histograms: readonly LatencyHistogram[], p: number): number {
-  const all = histograms.flat().slice().sort((a, b) => a[0] - b[0])
+  const all = histograms.flat().sort((a, b) => a[0] - b[0])
   const total = all.reduce((sum, [, count]) => sum + count, 0)
   if (total === 0) return Number.NaN
   const rank = Math.round((p / 100) * total + 0.5)

@@ -129,7 +129,7 @@ async function slowClients(origin: string, path: string, pid: number, clients: n
 }
 
 /** A server's figures over its rounds: the median throughput, and the p99 of all its requests. */
-interface Median { readonly bytesPerSecond: number, readonly p99Ms: number }
+interface RoundFigures { readonly bytesPerSecond: number, readonly p99Ms: number }
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((x, y) => x - y)
@@ -141,10 +141,11 @@ function median(values: readonly number[]): number {
  * The p99 is taken over the requests of every round pooled (wrk's histograms),
  * not as the median of each round's p99: one round's p99 rests on its few
  * slowest requests, and on a shared 2-core machine, where the load tool,
- * the relay and the origin take turns, it moves by a third from round to round
- * for either server. Without histograms (autocannon) it is the median.
+ * the relay and the origin take turns, it moved by up to 4x from round to
+ * round for either server at 10 MiB x64. Without histograms (autocannon) it
+ * is the median of the rounds' p99s.
  */
-function medianOf(runs: readonly MeasuredServer[]): Median {
+function figuresOf(runs: readonly MeasuredServer[]): RoundFigures {
   const histograms = runs.map((r) => r.load.latencyHistogram)
   const pooled = histograms.every((h) => h !== undefined) ? pooledPercentileMs(histograms as LatencyHistogram[], 99) : undefined
   return { bytesPerSecond: median(runs.map((r) => r.load.bytesPerSecond)), p99Ms: pooled ?? median(runs.map((r) => r.load.p99Ms)) }
@@ -230,7 +231,7 @@ const scenario: Scenario = {
           const label = `GET ${a.label} x${connections}`
           if (points !== undefined && !points.includes(`${a.label} x${connections}`)) continue
           const runs: Record<string, MeasuredServer[]> = {}
-          const measured: Record<string, Median | string> = {}
+          const measured: Record<string, RoundFigures | string> = {}
           const order = Object.keys(servers)
           for (let round = 0; round < rounds; round++) {
             const names = round % 2 === 0 ? order : [...order].reverse()
@@ -244,7 +245,7 @@ const scenario: Scenario = {
             }
           }
           for (const [name, server] of Object.entries(servers)) {
-            measured[name] = typeof server === 'string' ? server : medianOf(runs[name] ?? [])
+            measured[name] = typeof server === 'string' ? server : figuresOf(runs[name] ?? [])
           }
           if (rounds > 1) {
             const spread = (name: string): string => (runs[name] ?? []).map((m) => (m.load.bytesPerSecond / MB).toFixed(0)).join('/')
@@ -252,15 +253,15 @@ const scenario: Scenario = {
             const medianP99 = (name: string): string => median((runs[name] ?? []).map((m) => m.load.p99Ms)).toFixed(1)
             notes.push(`${label} MB/s per round: proxy ${spread('proxy')}, nginx relay ${spread('nginx relay')}; p99 ms per round: proxy ${p99s('proxy')}, nginx relay ${p99s('nginx relay')} (their medians: proxy ${medianP99('proxy')}, nginx relay ${medianP99('nginx relay')})`)
           }
-          const own = measured['proxy'] as Median
-          const pick = (m: Median | string, f: (x: Median) => Measurement): Measurement | string => (typeof m === 'string' ? m : f(m))
-          const baselines = (f: (x: Median) => Measurement): Record<string, Measurement | string> => ({
+          const own = measured['proxy'] as RoundFigures
+          const pick = (m: RoundFigures | string, f: (x: RoundFigures) => Measurement): Measurement | string => (typeof m === 'string' ? m : f(m))
+          const baselines = (f: (x: RoundFigures) => Measurement): Record<string, Measurement | string> => ({
             nginx: pick(measured['nginx relay'] ?? 'not measured', f),
             verdaccio: pick(measured['verdaccio'] ?? 'not measured', f),
             'origin direct': pick(measured['origin'] ?? 'not measured', f),
           })
-          const throughput = (x: Median): Measurement => measurement('MB/s', 'higher', x.bytesPerSecond / MB)
-          const p99 = (x: Median): Measurement => measurement('ms', 'lower', x.p99Ms)
+          const throughput = (x: RoundFigures): Measurement => measurement('MB/s', 'higher', x.bytesPerSecond / MB)
+          const p99 = (x: RoundFigures): Measurement => measurement('ms', 'lower', x.p99Ms)
           // Issue 18: at least 0.9x nginx's throughput and at most 1.2x its p99 at every point.
           rows.push({ metric: `${label} throughput`, project: throughput(own), baselines: baselines(throughput), goal: { baseline: 'nginx', goodness: 0.9, text: '>= 0.9x nginx' } })
           rows.push({ metric: `${label} p99 latency`, project: p99(own), baselines: baselines(p99), goal: { baseline: 'nginx', goodness: 1 / 1.2, text: '<= 1.2x nginx' } })
@@ -307,10 +308,11 @@ const scenario: Scenario = {
         baselines: { target: measurement('MiB', 'lower', RSS_TARGET_GROWTH / MIB) },
         goal: { baseline: 'target', goodness: 1, text: `<= ${RSS_TARGET_GROWTH / MIB} MiB` },
       })
+      const tool = await defaultLoadTool()
       notes.push(
         `slow clients: ${SLOW_CLIENTS} connections reading about ${SLOW_RATE / 1024} KiB/s each for ${SLOW_SECONDS} s (${(slow.bytes / MIB).toFixed(0)} MiB read in all); RSS ${(slow.before / MIB).toFixed(1)} MiB before, ${(slow.peak / MIB).toFixed(1)} MiB at peak; target growth under ${RSS_TARGET_GROWTH / MIB} MiB: ${growth < RSS_TARGET_GROWTH ? 'met' : 'MISSED'}`,
         `origin: nginx serving the files statically over plain http; the proxy relays through its private leg (no gate, no queue); the nginx relay is tuned as PEERS.md says; Verdaccio serves the same files from its storage`,
-        `load by ${await defaultLoadTool()} from its own process, ${duration} s per run after a 2 s warm-up; proxy and nginx relay: ${rounds} alternating round(s) (BENCH_RELAY_ROUNDS), throughput their median, p99 over their requests pooled${(await defaultLoadTool()) === 'wrk' ? '' : ' (autocannon: the median of their p99s)'}; Verdaccio and the origin direct: one; each server is one process (nginx: one worker); incompressible random artifacts`,
+        `load by ${tool} from its own process, ${duration} s per run after a 2 s warm-up; proxy and nginx relay: ${rounds} alternating round(s) (BENCH_RELAY_ROUNDS), throughput their median, p99 over their requests pooled${tool === 'wrk' ? '' : ' (autocannon: the median of their p99s)'}; Verdaccio and the origin direct: one; each server is one process (nginx: one worker); incompressible random artifacts`,
       )
       return { title: 'Artifact relay: proxy (private leg) vs tuned nginx relay vs Verdaccio, same origin and bytes', rows, notes }
     } finally {

@@ -106,8 +106,6 @@ export class LargeReadBuffers {
   get lent(): number { return this.#lent }
   /** Kept for reuse now. */
   get kept(): number { return this.#free.length }
-  /** The most lent at once. */
-  get limit(): number { return this.#limit }
 
   /** The figures telemetry reads (`service.artifact.read_buffers.*`). */
   snapshot(): { lent: number, kept: number, limit: number } {
