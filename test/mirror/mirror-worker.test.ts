@@ -14,6 +14,7 @@ import t from 'tap'
 import { request } from 'undici'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { JsTargetProtocol } from '../../engine/mirror/js-target-protocol.js'
 import { MirrorTarget } from '../../engine/mirror/mirror-target.js'
 import { MIRROR_COLLISION, MIRROR_PUBLISH_REFUSED, MirrorWorker } from '../../engine/mirror/mirror-worker.js'
 import { Base64Chunker } from '../../engine/mirror/publish-body.js'
@@ -48,7 +49,7 @@ function worker(options: { maxArtifactBytes?: number, token?: BearerToken } = {}
   const logger = new RecordingLogger()
   const target = new MirrorTarget({ url: priv.url, token: options.token ?? token, maxDocumentBytes: 16 * 1024 * 1024 })
   t.teardown(() => target.close())
-  return { worker: new MirrorWorker({ source: publicClient, target, maxArtifactBytes: options.maxArtifactBytes ?? 64 * 1024 * 1024, logger }), logger }
+  return { worker: new MirrorWorker({ source: publicClient, target: new JsTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 64 * 1024 * 1024, logger }), logger }
 }
 
 async function dist(peer: VerdaccioPeer, name: string): Promise<Dist | undefined> {
@@ -142,7 +143,7 @@ t.test('without a Content-Length the cap is enforced while streaming: the cut pu
   const logger = new RecordingLogger()
   const target = new MirrorTarget({ url: priv.url, token, maxDocumentBytes: 16 * 1024 * 1024 })
   t.teardown(() => target.close())
-  const w = new MirrorWorker({ source, target, maxArtifactBytes: 1024, logger })
+  const w = new MirrorWorker({ source, target: new JsTargetProtocol(target), maxArtifactBytes: 1024, logger })
   const job = await jobFor('huge', {})
   t.match(await w.process({ ...job, url: job.url.replace(pub.origin, origin) }), { result: 'too_large', disposition: 'leave' })
   t.match(logger.records.find((r) => r.data['result'] === 'too_large'), { level: 'warn', data: { limit: 1024 } })
@@ -187,7 +188,7 @@ t.test('embedded: both document reads are charged to the proxy\'s memory gate, a
       return admission
     },
   }
-  const w = new MirrorWorker({ source: publicClient, target, maxArtifactBytes: 64 * 1024 * 1024, logger, memory })
+  const w = new MirrorWorker({ source: publicClient, target: new JsTargetProtocol(target), maxArtifactBytes: 64 * 1024 * 1024, logger, memory })
   const job = await jobFor('charged')
   t.match(await w.process(job), { result: 'mirrored' })
   t.ok(peak > 1024 * 1024, `the reads were charged beyond the entry step (peak ${peak} bytes)`)
@@ -197,7 +198,7 @@ t.test('embedded: both document reads are charged to the proxy\'s memory gate, a
   const full = new AdmissionGate({ budgetBytes: 0, maxInFlight: 1, waitingRoom: 0 })
   const held = await full.enter()
   t.teardown(() => held.release())
-  const shed = new MirrorWorker({ source: publicClient, target, maxArtifactBytes: 64 * 1024 * 1024, logger, memory: full })
+  const shed = new MirrorWorker({ source: publicClient, target: new JsTargetProtocol(target), maxArtifactBytes: 64 * 1024 * 1024, logger, memory: full })
   const other = await jobFor('charged-later')
   t.match(await shed.process(other), { result: 'retried', disposition: 'leave' })
   t.equal(await dist(priv, 'charged-later'), undefined, 'nothing published while the gate sheds')
@@ -226,7 +227,7 @@ t.test('the shared mirror worker suite: js, Verdaccio to Verdaccio', async (t) =
       const logger = new RecordingLogger()
       const target = new MirrorTarget({ url: `${targetRelay.origin}/`, token, maxDocumentBytes: 16 * 1024 * 1024 })
       t.teardown(() => target.close())
-      return { worker: new MirrorWorker({ source, target, maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger }), logger }
+      return { worker: new MirrorWorker({ source, target: new JsTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger }), logger }
     },
     held: async (job): Promise<Held> => {
       const held = await dist(priv, job.package)

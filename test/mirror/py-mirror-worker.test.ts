@@ -1,7 +1,8 @@
 /**
- * One `py` mirror job at a time (engine/mirror/py-mirror-worker.ts) against
- * real peers: a PEP 691 fixture index over https through the public leg's
- * own client (egress policy included) and the fixture upload index
+ * One `py` mirror job at a time (the mirror pipeline over
+ * engine/mirror/py-target-protocol.ts) against real peers: a PEP 691
+ * fixture index over https through the public leg's own client (egress
+ * policy included) and the fixture upload index
  * (test/peers/py-upload-index.ts) as the target. The paths the end-to-end
  * test (py-mirror.test.ts) does not reach: the size cap, a job without a
  * sha256, a refused credential, the tarball-host policy, and a target that
@@ -11,8 +12,8 @@
  */
 import t, { type Test } from 'tap'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
-import { MIRROR_COLLISION, MIRROR_PUBLISH_REFUSED } from '../../engine/mirror/mirror-worker.js'
-import { PyMirrorWorker } from '../../engine/mirror/py-mirror-worker.js'
+import { MIRROR_COLLISION, MIRROR_PUBLISH_REFUSED, MirrorWorker } from '../../engine/mirror/mirror-worker.js'
+import { PyTargetProtocol } from '../../engine/mirror/py-target-protocol.js'
 import { PyUploadTarget, type TargetFile } from '../../engine/mirror/py-upload-target.js'
 import { BearerToken } from '../../engine/secret.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
@@ -59,7 +60,7 @@ async function setup(t: Test, options: { token?: string, maxArtifactBytes?: numb
     lookup: async (project: string, filename: string, signal?: AbortSignal): Promise<TargetFile> => (lookups++ === 0 ? { kind: 'absent' } : real.lookup(project, filename, signal)),
   }
   const logger = new RecordingLogger()
-  const worker = new PyMirrorWorker({ source: publicClient, target, maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger })
+  const worker = new MirrorWorker({ source: publicClient, target: new PyTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger })
   return { index, worker, logger }
 }
 
@@ -143,7 +144,7 @@ t.test('the shared mirror worker suite: py, a PEP 691 index to the upload index'
       const logger = new RecordingLogger()
       const target = new PyUploadTarget({ url: `${targetRelay.origin}/`, token: new BearerToken(TOKEN), maxDocumentBytes: 1024 * 1024 })
       t.teardown(() => target.close())
-      return { worker: new PyMirrorWorker({ source, target, maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger }), logger }
+      return { worker: new MirrorWorker({ source, target: new PyTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger }), logger }
     },
     held: async (job): Promise<Held> => {
       const held = index.files.get(job.filename)
