@@ -37,6 +37,7 @@ import { silentLogger } from '../../engine/log/logger.js'
 import { MirrorConsumer } from '../../engine/mirror/mirror-consumer.js'
 import { MirrorCounters, type MirrorResult } from '../../engine/mirror/mirror-counters.js'
 import { encodeMirrorJob, mirrorJobKey, type MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { JsTargetProtocol } from '../../engine/mirror/js-target-protocol.js'
 import { MirrorTarget } from '../../engine/mirror/mirror-target.js'
 import { MirrorWorker } from '../../engine/mirror/mirror-worker.js'
 import { attachmentName, publishDocumentParts } from '../../engine/mirror/publish-body.js'
@@ -165,7 +166,7 @@ const FAILURES: readonly MirrorResult[] = ['collision', 'integrity_mismatch', 't
 async function runWorker(rig: Rig, queue: Queue, jobs: readonly MirrorJob[], onTick?: () => void): Promise<number> {
   for (const job of jobs) await queue.send(encodeMirrorJob(job), { dedupKey: mirrorJobKey(job) })
   const target = new MirrorTarget({ url: rig.verdaccio.url, token: new BearerToken(rig.token), maxDocumentBytes: 64 * MIB })
-  const worker = new MirrorWorker({ source: rig.client, target, maxArtifactBytes: 512 * MIB, logger: silentLogger })
+  const worker = new MirrorWorker({ source: rig.client, target: new JsTargetProtocol(target), maxArtifactBytes: 512 * MIB, logger: silentLogger })
   const counters = new MirrorCounters()
   const consumer = new MirrorConsumer({ queue, worker, counters, logger: silentLogger, concurrency: CONCURRENCY, maxReceiveCount: 5, waitSeconds: 1, receiveRetryMs: 200 })
   const started = performance.now()

@@ -1,12 +1,23 @@
 /**
- * The outcomes both mirror workers (npm publish, py upload) report the same
- * way, with their log lines (SPEC.md 3.7, 6.2): a transient failure that is
- * retried, an artifact over `limits.maxArtifactBytes`, and a target that did
- * not answer a lookup or refused it.
+ * What a mirror job ends in (SPEC.md 3.7, 6.2): the outcome the consumer
+ * settles the delivery by, and the ones every target reports the same way,
+ * with their log lines: a transient failure that is retried, an artifact
+ * over `limits.maxArtifactBytes`, and a target that did not answer a lookup
+ * or refused it.
  */
 import { ServiceError, toServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
-import type { Disposition, MirrorOutcome } from './mirror-worker.js'
+import type { MirrorResult } from './mirror-counters.js'
+
+/** What the consumer does with the delivery. */
+export type Disposition = 'delete' | 'release' | 'leave'
+
+export interface MirrorOutcome {
+  readonly result: MirrorResult
+  readonly disposition: Disposition
+  /** Why, for the discard log line when the budget is reached. */
+  readonly reason?: string
+}
 
 /** warn: the job cannot succeed; left for the redrive policy. */
 export const MIRROR_JOB_REFUSED = 'mirror job cannot succeed'

@@ -35,7 +35,7 @@ import type { Queue, QueueMessage } from '../queue/queue.js'
 import { inRootSpan } from '../telemetry/work-span.js'
 import type { MirrorCounters } from './mirror-counters.js'
 import { decodeMirrorJob, mountOf, type MirrorJob } from './mirror-job.js'
-import type { MirrorOutcome } from './mirror-worker.js'
+import type { MirrorOutcome } from './job-outcomes.js'
 import { VisibilityRenewal, type GiveUp } from './visibility-renewal.js'
 
 /** error: the delivery reached the receive budget without success; deleted (SPEC.md 3.7). */

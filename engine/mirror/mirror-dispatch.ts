@@ -14,7 +14,7 @@
 import type { Logger } from '../log/logger.js'
 import type { JobRunner } from './mirror-consumer.js'
 import { mountOf, type MirrorJob, type MirrorJobMount } from './mirror-job.js'
-import { MIRROR_JOB_REFUSED, type MirrorOutcome } from './mirror-worker.js'
+import { MIRROR_JOB_REFUSED, type MirrorOutcome } from './job-outcomes.js'
 
 export class MirrorDispatch implements JobRunner {
   readonly #runners: Partial<Record<MirrorJobMount, JobRunner>>

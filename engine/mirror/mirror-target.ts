@@ -15,9 +15,7 @@ import { ServiceError } from '../errors.js'
 import { encodePackageName } from '../npm/names.js'
 import { NO_STRUCTURE_LIMITS, scanPackument } from '../packument/scanner.js'
 import { digestSet, type DigestSet } from './artifact-digest.js'
-import { TargetConnection, targetBase, type TargetConnectionOptions } from './target-connection.js'
-
-export { isTransientStatus } from './target-connection.js'
+import { TargetConnection, targetBase, type ChunkCharge, type TargetConnectionOptions } from './target-connection.js'
 
 export interface MirrorTargetOptions extends TargetConnectionOptions {
   /** The registry base URL (a path is kept). No userinfo, query or fragment. */
@@ -99,9 +97,6 @@ export class MirrorTarget {
     await this.#connection.close()
   }
 }
-
-/** Charges one chunk of a document read before the next is read (the embedded worker's memory gate); undefined when it fits at once. */
-export type ChunkCharge = (chunk: Uint8Array) => Promise<void> | undefined
 
 async function readBoundedChunks(body: Dispatcher.ResponseData['body'], max: number, where: Record<string, unknown>, onChunk: ChunkCharge | undefined): Promise<Uint8Array[]> {
   const chunks: Uint8Array[] = []

@@ -9,7 +9,8 @@
  * The tail of the document (the closing quote and braces) is written only
  * once the caller has verified the bytes: a body cut before its tail is not
  * JSON, so a target can never accept a publication whose bytes failed
- * verification, or that was interrupted (a crash mid-publish).
+ * verification, or that was interrupted (a crash mid-publish). This is the
+ * `js` twin of upload-form.ts, whose closing delimiter plays the same part.
  */
 
 /** Encodes a byte stream as base64 without holding it: carries the 0-2 bytes that do not fill a group of three. */
@@ -57,4 +58,31 @@ export function publishDocumentParts(input: { readonly name: string; readonly ve
 export function attachmentName(packageName: string, filename: string): string {
   const slash = packageName.indexOf('/')
   return packageName.startsWith('@') && slash > 0 ? `${packageName.slice(0, slash + 1)}${filename}` : filename
+}
+
+/**
+ * The document as an async iterable: the head, each chunk of `file`
+ * base64-encoded as it is pulled (after `onChunk` has seen it, which hashes
+ * and counts it and may throw to stop), then, once `file` has ended,
+ * `verify()`, which returns the artifact's length; only when it returns is
+ * the tail written. Whatever throws ends the iterable with that error and
+ * no tail.
+ */
+export async function* publishBody(
+  parts: PublishDocumentParts,
+  file: AsyncIterable<Uint8Array>,
+  onChunk: (chunk: Uint8Array) => void,
+  verify: () => number,
+): AsyncGenerator<string> {
+  yield parts.head
+  const base64 = new Base64Chunker()
+  for await (const chunk of file) {
+    onChunk(chunk)
+    const encoded = base64.push(chunk)
+    if (encoded.length > 0) yield encoded
+  }
+  const rest = base64.end()
+  // MUST: the tail only after the digest matched; without it the document is not JSON and cannot be accepted.
+  const length = verify()
+  yield rest + parts.tail(length)
 }

@@ -28,6 +28,9 @@ export interface TargetConnectionOptions {
   readonly dispatcher?: Dispatcher
 }
 
+/** Charges one chunk of a document read before the next is read (the embedded worker's memory gate); undefined when it fits at once. */
+export type ChunkCharge = (chunk: Uint8Array) => Promise<void> | undefined
+
 /** Statuses that say "try again": the target is overloaded or briefly failing. */
 export function isTransientStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500

@@ -28,11 +28,13 @@ import { isServiceError } from '../../engine/errors.js'
 import type { Logger } from '../../engine/log/logger.js'
 import { MirrorConsumer, type JobRunner } from '../../engine/mirror/mirror-consumer.js'
 import { MirrorDispatch } from '../../engine/mirror/mirror-dispatch.js'
-import { PyMirrorWorker } from '../../engine/mirror/py-mirror-worker.js'
+import { PyTargetProtocol } from '../../engine/mirror/py-target-protocol.js'
 import { PyUploadTarget } from '../../engine/mirror/py-upload-target.js'
 import { MIRROR_JOBS_PROCESSED_METRIC, MirrorCounters } from '../../engine/mirror/mirror-counters.js'
+import { JsTargetProtocol } from '../../engine/mirror/js-target-protocol.js'
 import { MirrorTarget } from '../../engine/mirror/mirror-target.js'
-import { MirrorWorker, type MirrorMemory, type PublicArtifactSource } from '../../engine/mirror/mirror-worker.js'
+import { MirrorWorker, type MirrorMemory } from '../../engine/mirror/mirror-worker.js'
+import type { PublicArtifactSource } from '../../engine/mirror/target-protocol.js'
 import type { Queue } from '../../engine/queue/queue.js'
 import { SQS_ATTRIBUTES_PERMISSION, SqsQueue } from '../../engine/queue/sqs-queue.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
@@ -113,11 +115,11 @@ export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<
     if (mount.key === 'py') {
       const target = new PyUploadTarget({ url: mirror.target, simpleUrl: mirror.simpleUrl, token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes })
       targets.push(target)
-      runners.py = new PyMirrorWorker({ source, target, maxArtifactBytes, logger })
+      runners.py = new MirrorWorker({ source, target: new PyTargetProtocol(target), maxArtifactBytes, logger })
     } else {
       const target = new MirrorTarget({ url: mirror.target, token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes })
       targets.push(target)
-      runners.js = new MirrorWorker({ source, target, maxArtifactBytes, logger, ...(options.memory === undefined ? {} : { memory: options.memory }) })
+      runners.js = new MirrorWorker({ source, target: new JsTargetProtocol(target), maxArtifactBytes, logger, ...(options.memory === undefined ? {} : { memory: options.memory }) })
     }
   }
   const budget = await receiveBudget(queue, config.queue.maxReceiveCount, logger, config.queue.url)

@@ -3,7 +3,9 @@
  * Verdaccio over https through the public leg's own client (egress policy
  * included) and a private Verdaccio as the mirror target. Idempotency,
  * collision, the size cap, a job without a digest, a refused publication,
- * the tarball-host policy, and the streamed base64 body.
+ * the tarball-host policy, and the streamed base64 body; and the shared
+ * mirror worker suite (mirror-worker.suite.ts) with both registries behind
+ * fault relays.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { createServer as createHttpsServer } from 'node:https'
@@ -12,6 +14,7 @@ import t from 'tap'
 import { request } from 'undici'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { JsTargetProtocol } from '../../engine/mirror/js-target-protocol.js'
 import { MirrorTarget } from '../../engine/mirror/mirror-target.js'
 import { MIRROR_COLLISION, MIRROR_PUBLISH_REFUSED, MirrorWorker } from '../../engine/mirror/mirror-worker.js'
 import { Base64Chunker } from '../../engine/mirror/publish-body.js'
@@ -21,12 +24,15 @@ import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import { publishFixture } from '../peers/publish-fixture.js'
 import { AdmissionGate } from '../../engine/memory/gate.js'
 import { startVerdaccio, type VerdaccioPeer } from '../../bench/peers/verdaccio.js'
+import { encodePackageName } from '../../engine/npm/names.js'
+import { FaultRelay } from '../peers/fault-relay.js'
+import { mirrorWorkerSuite, SUITE_ARTIFACTS, type Held, type MirrorSuiteAdapter } from './mirror-worker.suite.js'
 
 interface Dist { integrity?: string, shasum?: string, tarball?: string }
 
 const [priv, pub] = await Promise.all([startVerdaccio({ role: 'private' }), startVerdaccio({ role: 'public' })])
 t.teardown(() => Promise.all([priv.stop(), pub.stop()]))
-for (const name of ['idem', 'clash', 'huge', 'nodigest', 'refused', '@scope/scoped', 'charged', 'charged-later']) {
+for (const name of ['idem', 'clash', 'huge', 'nodigest', 'refused', '@scope/scoped', 'charged', 'charged-later', ...SUITE_ARTIFACTS]) {
   await publishFixture(pub, { name, version: '1.0.0', files: { 'index.js': `module.exports = ${JSON.stringify(name)}\n`, 'pad.bin': name === 'huge' ? randomBytes(50_000) : Buffer.alloc(50_000, 3) } })
 }
 // The target already holds `clash@1.0.0`, with other bytes.
@@ -43,7 +49,7 @@ function worker(options: { maxArtifactBytes?: number, token?: BearerToken } = {}
   const logger = new RecordingLogger()
   const target = new MirrorTarget({ url: priv.url, token: options.token ?? token, maxDocumentBytes: 16 * 1024 * 1024 })
   t.teardown(() => target.close())
-  return { worker: new MirrorWorker({ source: publicClient, target, maxArtifactBytes: options.maxArtifactBytes ?? 64 * 1024 * 1024, logger }), logger }
+  return { worker: new MirrorWorker({ source: publicClient, target: new JsTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 64 * 1024 * 1024, logger }), logger }
 }
 
 async function dist(peer: VerdaccioPeer, name: string): Promise<Dist | undefined> {
@@ -137,7 +143,7 @@ t.test('without a Content-Length the cap is enforced while streaming: the cut pu
   const logger = new RecordingLogger()
   const target = new MirrorTarget({ url: priv.url, token, maxDocumentBytes: 16 * 1024 * 1024 })
   t.teardown(() => target.close())
-  const w = new MirrorWorker({ source, target, maxArtifactBytes: 1024, logger })
+  const w = new MirrorWorker({ source, target: new JsTargetProtocol(target), maxArtifactBytes: 1024, logger })
   const job = await jobFor('huge', {})
   t.match(await w.process({ ...job, url: job.url.replace(pub.origin, origin) }), { result: 'too_large', disposition: 'leave' })
   t.match(logger.records.find((r) => r.data['result'] === 'too_large'), { level: 'warn', data: { limit: 1024 } })
@@ -182,7 +188,7 @@ t.test('embedded: both document reads are charged to the proxy\'s memory gate, a
       return admission
     },
   }
-  const w = new MirrorWorker({ source: publicClient, target, maxArtifactBytes: 64 * 1024 * 1024, logger, memory })
+  const w = new MirrorWorker({ source: publicClient, target: new JsTargetProtocol(target), maxArtifactBytes: 64 * 1024 * 1024, logger, memory })
   const job = await jobFor('charged')
   t.match(await w.process(job), { result: 'mirrored' })
   t.ok(peak > 1024 * 1024, `the reads were charged beyond the entry step (peak ${peak} bytes)`)
@@ -192,8 +198,47 @@ t.test('embedded: both document reads are charged to the proxy\'s memory gate, a
   const full = new AdmissionGate({ budgetBytes: 0, maxInFlight: 1, waitingRoom: 0 })
   const held = await full.enter()
   t.teardown(() => held.release())
-  const shed = new MirrorWorker({ source: publicClient, target, maxArtifactBytes: 64 * 1024 * 1024, logger, memory: full })
+  const shed = new MirrorWorker({ source: publicClient, target: new JsTargetProtocol(target), maxArtifactBytes: 64 * 1024 * 1024, logger, memory: full })
   const other = await jobFor('charged-later')
   t.match(await shed.process(other), { result: 'retried', disposition: 'leave' })
   t.equal(await dist(priv, 'charged-later'), undefined, 'nothing published while the gate sheds')
+})
+
+t.test('the shared mirror worker suite: js, Verdaccio to Verdaccio', async (t) => {
+  const upstream = await FaultRelay.start({ peer: pub.origin, dispatcher: pub.dispatcher, tls: { key: pub.ca!.keyPem, cert: pub.ca!.certPem }, rewrite: true })
+  const targetRelay = await FaultRelay.start({ peer: priv.origin })
+  t.teardown(async () => { await upstream.stop(); await targetRelay.stop() })
+  const source = new UpstreamClient({
+    url: `${upstream.origin}/`, trusted: false, caPem: pub.ca!.caPem, allowInternalRanges: ['127.0.0.0/8'],
+    maxResponseBytes: 16 * 1024 * 1024, proxyId: 'mirror-suite', logger: new RecordingLogger(), counters: new UpstreamFetchCounters(),
+  })
+  t.teardown(() => source.destroy())
+  const documentPath = (job: MirrorJob): string => `/${encodePackageName(job.package)}`
+  const adapter: MirrorSuiteAdapter = {
+    mount: 'js',
+    upstream,
+    target: targetRelay,
+    secret: token.reveal(),
+    job: async (name) => {
+      const job = await jobFor(name)
+      return { ...job, url: job.url.replace(pub.origin, upstream.origin) }
+    },
+    worker: (t, options = {}) => {
+      const logger = new RecordingLogger()
+      const target = new MirrorTarget({ url: `${targetRelay.origin}/`, token, maxDocumentBytes: 16 * 1024 * 1024 })
+      t.teardown(() => target.close())
+      return { worker: new MirrorWorker({ source, target: new JsTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger }), logger }
+    },
+    held: async (job): Promise<Held> => {
+      const held = await dist(priv, job.package)
+      if (held?.integrity === undefined) return 'absent'
+      return held.integrity === job.integrity ? 'same' : 'other'
+    },
+    holdOther: async (job) => {
+      await publishFixture(priv, { name: job.package, version: job.version, files: { 'index.js': 'module.exports = "the private one"\n' } })
+    },
+    lookupRule: (job) => ({ method: 'GET', path: documentPath(job) }),
+    sendRule: (job) => ({ method: 'PUT', path: documentPath(job) }),
+  }
+  mirrorWorkerSuite(t, adapter)
 })

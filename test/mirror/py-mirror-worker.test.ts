@@ -1,17 +1,19 @@
 /**
- * One `py` mirror job at a time (engine/mirror/py-mirror-worker.ts) against
- * real peers: a PEP 691 fixture index over https through the public leg's
- * own client (egress policy included) and the fixture upload index
+ * One `py` mirror job at a time (the mirror pipeline over
+ * engine/mirror/py-target-protocol.ts) against real peers: a PEP 691
+ * fixture index over https through the public leg's own client (egress
+ * policy included) and the fixture upload index
  * (test/peers/py-upload-index.ts) as the target. The paths the end-to-end
  * test (py-mirror.test.ts) does not reach: the size cap, a job without a
  * sha256, a refused credential, the tarball-host policy, and a target that
  * answers 409 `File already exists` after a lookup that missed it (same
- * bytes: already present; other bytes: a collision).
+ * bytes: already present; other bytes: a collision); and the shared mirror
+ * worker suite (mirror-worker.suite.ts) with both peers behind fault relays.
  */
 import t, { type Test } from 'tap'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
-import { MIRROR_COLLISION, MIRROR_PUBLISH_REFUSED } from '../../engine/mirror/mirror-worker.js'
-import { PyMirrorWorker } from '../../engine/mirror/py-mirror-worker.js'
+import { MIRROR_COLLISION, MIRROR_PUBLISH_REFUSED, MirrorWorker } from '../../engine/mirror/mirror-worker.js'
+import { PyTargetProtocol } from '../../engine/mirror/py-target-protocol.js'
 import { PyUploadTarget, type TargetFile } from '../../engine/mirror/py-upload-target.js'
 import { BearerToken } from '../../engine/secret.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
@@ -19,9 +21,18 @@ import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 import { startUploadIndex } from '../peers/py-upload-index.js'
 import { startFixtureIndex } from '../pypi/fixture-index.js'
+import { Agent } from 'undici'
+import { makeTestCa } from '../../bench/peers/tls.js'
+import { FaultRelay } from '../peers/fault-relay.js'
+import { mirrorWorkerSuite, SUITE_ARTIFACTS, type Held, type MirrorSuiteAdapter } from './mirror-worker.suite.js'
 
 const TOKEN = 'worker-token'
-const pub = await startFixtureIndex(t, { mode: 'json', https: true, projects: [{ name: 'demo', releases: [{ version: '1.0.0' }, { version: '2.0.0' }] }] })
+const ca = await makeTestCa()
+t.teardown(() => ca.remove())
+const pub = await startFixtureIndex(t, {
+  mode: 'json', https: ca,
+  projects: [{ name: 'demo', releases: [{ version: '1.0.0' }, { version: '2.0.0' }] }, ...SUITE_ARTIFACTS.map((name) => ({ name, releases: [{ version: '1.0.0' }] }))],
+})
 const publicClient = new UpstreamClient({
   url: pub.simpleUrl, trusted: false, caFile: pub.caFile, allowInternalRanges: ['127.0.0.0/8'],
   maxResponseBytes: 16 * 1024 * 1024, proxyId: 'py-mirror-test', logger: new RecordingLogger(), counters: new UpstreamFetchCounters(),
@@ -31,7 +42,7 @@ t.teardown(() => publicClient.destroy())
 function jobFor(filename: string, override: Partial<MirrorJob> = {}): MirrorJob {
   const dist = pub.dist(filename)
   return {
-    mount: 'py', url: dist.url, package: 'demo', version: dist.version, filename,
+    mount: 'py', url: dist.url, package: dist.project, version: dist.version, filename,
     integrity: `sha256-${Buffer.from(dist.sha256, 'hex').toString('base64')}`, shasum: undefined, coreMetadata: true,
     enqueuedAt: new Date().toISOString(), ...override,
   }
@@ -49,7 +60,7 @@ async function setup(t: Test, options: { token?: string, maxArtifactBytes?: numb
     lookup: async (project: string, filename: string, signal?: AbortSignal): Promise<TargetFile> => (lookups++ === 0 ? { kind: 'absent' } : real.lookup(project, filename, signal)),
   }
   const logger = new RecordingLogger()
-  const worker = new PyMirrorWorker({ source: publicClient, target, maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger })
+  const worker = new MirrorWorker({ source: publicClient, target: new PyTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger })
   return { index, worker, logger }
 }
 
@@ -107,4 +118,42 @@ t.test('409 after a lookup that missed: other bytes are a collision, never overw
   t.equal(outcome.disposition, 'leave')
   t.ok(logger.records.some((r) => r.level === 'error' && r.message === MIRROR_COLLISION && (r.data?.['job'] as { sha256?: string })?.sha256 === dist.sha256))
   t.same(index.files.get(dist.filename)?.bytes, other)
+})
+
+t.test('the shared mirror worker suite: py, a PEP 691 index to the upload index', async (t) => {
+  const trusting = new Agent({ connect: { ca: ca.caPem } })
+  const upstream = await FaultRelay.start({ peer: pub.url, dispatcher: trusting, tls: { key: ca.keyPem, cert: ca.certPem } })
+  const index = await startUploadIndex(t, { token: TOKEN })
+  const targetRelay = await FaultRelay.start({ peer: index.url.replace(/\/$/, '') })
+  t.teardown(async () => { await upstream.stop(); await targetRelay.stop(); await trusting.close() })
+  const source = new UpstreamClient({
+    url: `${upstream.origin}/simple/`, trusted: false, caFile: ca.caFile, allowInternalRanges: ['127.0.0.0/8'],
+    maxResponseBytes: 16 * 1024 * 1024, proxyId: 'py-mirror-suite', logger: new RecordingLogger(), counters: new UpstreamFetchCounters(),
+  })
+  t.teardown(() => source.destroy())
+  const adapter: MirrorSuiteAdapter = {
+    mount: 'py',
+    upstream,
+    target: targetRelay,
+    secret: TOKEN,
+    job: async (name) => {
+      const job = jobFor(pub.dists.find((d) => d.project === name)!.filename)
+      return { ...job, url: job.url.replace(pub.url, upstream.origin) }
+    },
+    worker: (t, options = {}) => {
+      const logger = new RecordingLogger()
+      const target = new PyUploadTarget({ url: `${targetRelay.origin}/`, token: new BearerToken(TOKEN), maxDocumentBytes: 1024 * 1024 })
+      t.teardown(() => target.close())
+      return { worker: new MirrorWorker({ source, target: new PyTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger }), logger }
+    },
+    held: async (job): Promise<Held> => {
+      const held = index.files.get(job.filename)
+      if (held === undefined) return 'absent'
+      return `sha256-${Buffer.from(held.sha256, 'hex').toString('base64')}` === job.integrity ? 'same' : 'other'
+    },
+    holdOther: async (job) => { index.preload(job.package, job.filename, Buffer.from(`other bytes than ${job.filename}`)) },
+    lookupRule: (job) => ({ method: 'GET', path: `/simple/${job.package}/` }),
+    sendRule: () => ({ method: 'POST', path: '/' }),
+  }
+  mirrorWorkerSuite(t, adapter)
 })
