@@ -5,7 +5,8 @@
  * environment variable (engine/config/environment.ts). Objects refuse
  * unknown keys, so a misspelt key is a boot problem, never silently ignored.
  * Numeric limits use 0 for "automatic" where SPEC.md says the default is
- * derived (engine/memory/plan.ts derives them).
+ * derived (engine/memory/plan.ts derives them). Defaults are declared with
+ * `Defaulted` (settled.ts) so that the resolved types (config.ts) see them.
  *
  * Keys named `token` are secrets (SPEC.md 5.8): they are turned into
  * BearerToken values on load and render redacted in every echo.
