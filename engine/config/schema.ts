@@ -5,96 +5,105 @@
  * environment variable (engine/config/environment.ts). Objects refuse
  * unknown keys, so a misspelt key is a boot problem, never silently ignored.
  * Numeric limits use 0 for "automatic" where SPEC.md says the default is
- * derived (engine/memory/plan.ts derives them).
+ * derived (engine/memory/plan.ts derives them). Defaults are declared with
+ * `Defaulted` (settled.ts) so that the resolved types (config.ts) see them.
  *
  * Keys named `token` are secrets (SPEC.md 5.8): they are turned into
  * BearerToken values on load and render redacted in every echo.
  */
-import Type, { type Static, type TSchema } from 'typebox'
-import { RULE_SCHEMA } from '../policy/rule-schema.js'
+import Type, { type Static, type TLiteral, type TSchemaOptions, type TUnion } from 'typebox'
+import { RULE_SCHEMA, type RuleConfig } from '../policy/rule-schema.js'
+import { BearerToken } from '../secret.js'
+import { Defaulted } from './settled.js'
 
 const closed = { additionalProperties: false } as const
 
-const Seconds = (fallback: number, description: string): TSchema =>
-  Type.Number({ minimum: 0, default: fallback, description })
+const Seconds = (fallback: number, description: string) => Defaulted(Type.Number({ minimum: 0, description }), fallback)
+
+/** A union of string literals, typed member by member (typebox reads a union's static type from a tuple). */
+export const Literals = <const T extends readonly string[]>(values: T, options?: TSchemaOptions) =>
+  Type.Union(values.map((value) => Type.Literal(value)), options) as unknown as TUnion<{ -readonly [K in keyof T]: TLiteral<T[K]> }>
 
 const Url = (description: string) => Type.String({ minLength: 1, description })
 
-const Secret = (description: string) => Type.String({ minLength: 1, description, secret: true })
+/** A secret (SPEC.md 5.8): a string in the document, a BearerToken once loaded (engine/config/resolve-config.ts decodes it). */
+const Secret = (description: string) => Type.Codec(Type.String({ minLength: 1, description, secret: true }))
+  .Decode((value: string) => new BearerToken(value))
+  .Encode((token: BearerToken) => token.reveal())
 
 const ServerSchema = Type.Object({
-  port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, default: 4873, description: 'port of the proxy and of every role\'s health probes' })),
-  host: Type.Optional(Type.String({ default: '0.0.0.0', description: 'address the listener binds' })),
+  port: Defaulted(Type.Integer({ minimum: 0, maximum: 65535, description: 'port of the proxy and of every role\'s health probes' }), 4873),
+  host: Defaulted(Type.String({ description: 'address the listener binds' }), '0.0.0.0'),
   baseUrl: Type.Optional(Url('{base_url}: the externally reachable base address; default http://localhost:{port}')),
-  shutdownDrainTimeout: Type.Optional(Seconds(30, 'bound of the graceful drain, seconds')),
+  shutdownDrainTimeout: Seconds(30, 'bound of the graceful drain, seconds'),
   compatPort: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'a second listener on node:http for HTTP/1.0, pipelining and health-check clients; unset: off' })),
-  edgeTokens: Type.Optional(Type.Array(Secret('an edge token clients send as Authorization: Bearer'), { description: 'edge tokens (SPEC.md 5.1), any one of them admits; a list so a rotation keeps two valid; unset or empty: no edge check' })),
-}, { ...closed, default: {} })
+  edgeTokens: Defaulted(Type.Array(Secret('an edge token clients send as Authorization: Bearer'), { description: 'edge tokens (SPEC.md 5.1), any one of them admits; a list so a rotation keeps two valid; unset or empty: no edge check' }), []),
+}, closed)
 
 const ObservabilitySchema = Type.Object({
-  logFormat: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('console')], { default: 'json' })),
-  logLevel: Type.Optional(Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')], { default: 'info' })),
-  telemetry: Type.Optional(Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'off' })),
-}, { ...closed, default: {} })
+  logFormat: Defaulted(Type.Union([Type.Literal('json'), Type.Literal('console')]), 'json'),
+  logLevel: Defaulted(Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')]), 'info'),
+  telemetry: Defaulted(Type.Union([Type.Literal('on'), Type.Literal('off')]), 'off'),
+}, closed)
 
 const RuntimeSchema = Type.Object({
   cores: Type.Optional(Type.Integer({ minimum: 1, description: 'pin; unset means automatic' })),
   maxHeapBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'pin; unset means automatic' })),
-  coresCeiling: Type.Optional(Type.Integer({ minimum: 1, default: 8 })),
+  coresCeiling: Defaulted(Type.Integer({ minimum: 1 }), 8),
   serveMaxInFlight: Type.Optional(Type.Integer({ minimum: 1, description: 'pin; unset means automatic' })),
-  cgroupPath: Type.Optional(Type.String({ minLength: 1, default: '/sys/fs/cgroup' })),
-}, { ...closed, default: {} })
+  cgroupPath: Defaulted(Type.String({ minLength: 1 }), '/sys/fs/cgroup'),
+}, closed)
 
 const LimitsSchema = Type.Object({
-  maxResponseBytes: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic' })),
-  maxVersionCount: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic' })),
-  maxArtifactCount: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic' })),
-  maxArtifactBytes: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'largest artifact the mirror accepts; 0 = automatic (512 MiB)' })),
-  mirrorConcurrency: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'mirror jobs at once; 0 = automatic (2)' })),
-}, { ...closed, default: {} })
+  maxResponseBytes: Defaulted(Type.Integer({ minimum: 0, description: '0 = automatic' }), 0),
+  maxVersionCount: Defaulted(Type.Integer({ minimum: 0, description: '0 = automatic' }), 0),
+  maxArtifactCount: Defaulted(Type.Integer({ minimum: 0, description: '0 = automatic' }), 0),
+  maxArtifactBytes: Defaulted(Type.Integer({ minimum: 0, description: 'largest artifact the mirror accepts; 0 = automatic (512 MiB)' }), 0),
+  mirrorConcurrency: Defaulted(Type.Integer({ minimum: 0, description: 'mirror jobs at once; 0 = automatic (2)' }), 0),
+}, closed)
 
 const CacheSchema = Type.Object({
-  maxBytes: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = automatic (the plan\'s cache budget)' })),
-  maxStaleSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400, default: 60, description: 'how long past its five fresh minutes a packument answer may be served while it is revalidated behind the request; 0 = a request waits for the revalidation' })),
-}, { ...closed, default: {} })
+  maxBytes: Defaulted(Type.Integer({ minimum: 0, description: '0 = automatic (the plan\'s cache budget)' }), 0),
+  maxStaleSeconds: Defaulted(Type.Integer({ minimum: 0, maximum: 86_400, description: 'how long past its five fresh minutes a packument answer may be served while it is revalidated behind the request; 0 = a request waits for the revalidation' }), 60),
+}, closed)
 
 const QueueSchema = Type.Object({
-  kind: Type.Optional(Type.Union([Type.Literal('embedded'), Type.Literal('sqs')], { default: 'embedded' })),
-  path: Type.Optional(Type.String({ minLength: 1, default: './var/queue', description: 'embedded queue folder' })),
+  kind: Defaulted(Type.Union([Type.Literal('embedded'), Type.Literal('sqs')]), 'embedded'),
+  path: Defaulted(Type.String({ minLength: 1, description: 'embedded queue folder' }), './var/queue'),
   url: Type.Optional(Url('SQS queue URL')),
   region: Type.Optional(Type.String({ minLength: 1 })),
   endpoint: Type.Optional(Url('SQS endpoint override')),
-  maxReceiveCount: Type.Optional(Type.Integer({ minimum: 1, default: 5, description: 'delivery budget of a mirror job' })),
-}, { ...closed, default: {} })
+  maxReceiveCount: Defaulted(Type.Integer({ minimum: 1, description: 'delivery budget of a mirror job' }), 5),
+}, closed)
 
 const StoreSchema = Type.Object({
-  kind: Type.Optional(Type.Union([Type.Literal('embedded'), Type.Literal('s3')], { default: 'embedded' })),
-  path: Type.Optional(Type.String({ minLength: 1, default: './var/store', description: 'embedded store folder' })),
+  kind: Defaulted(Type.Union([Type.Literal('embedded'), Type.Literal('s3')]), 'embedded'),
+  path: Defaulted(Type.String({ minLength: 1, description: 'embedded store folder' }), './var/store'),
   bucket: Type.Optional(Type.String({ minLength: 1 })),
-  prefix: Type.Optional(Type.String({ default: '' })),
+  prefix: Defaulted(Type.String(), ''),
   region: Type.Optional(Type.String({ minLength: 1 })),
   endpoint: Type.Optional(Url('S3 endpoint override (path-style)')),
-}, { ...closed, default: {} })
+}, closed)
 
 const EcosystemSeconds = (fallback: number) => Type.Object({
-  js: Type.Optional(Seconds(fallback, 'js mount')),
-  py: Type.Optional(Seconds(fallback, 'py mount')),
-}, { ...closed, default: {} })
+  js: Seconds(fallback, 'js mount'),
+  py: Seconds(fallback, 'py mount'),
+}, closed)
 
 const AdvisoriesSchema = Type.Object({
   osvExportBaseUrl: Type.Optional(Url('{base}/{Ecosystem}/all.zip')),
   epssFeedUrl: Type.Optional(Url('gzip CSV EPSS feed')),
-  maxAgeSeconds: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: '0 = derived per mount (SPEC.md 8)' })),
-  quietTime: Type.Optional(EcosystemSeconds(604800)),
-  epssQuietTime: Type.Optional(Seconds(604800, 'EPSS score date quiet time')),
-  pollIntervalSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, default: 60, description: 'how often the proxy polls the store for a new artifact' })),
-}, { ...closed, default: {} })
+  maxAgeSeconds: Defaulted(Type.Integer({ minimum: 0, description: '0 = derived per mount (SPEC.md 8)' }), 0),
+  quietTime: Defaulted(EcosystemSeconds(604800), {}),
+  epssQuietTime: Seconds(604800, 'EPSS score date quiet time'),
+  pollIntervalSeconds: Defaulted(Type.Number({ exclusiveMinimum: 0, description: 'how often the proxy polls the store for a new artifact' }), 60),
+}, closed)
 
 const DredgerSchema = Type.Object({
-  fullWalk: Type.Optional(Type.Boolean({ default: false })),
-  maxRemovalsPerCycle: Type.Optional(Type.Integer({ minimum: 1, default: 100, description: 'per-cycle removal cap' })),
-  cycleSeconds: Type.Optional(Type.Integer({ minimum: 1, default: 300, description: 'seconds between two Dredger candidate cycles' })),
-}, { ...closed, default: {} })
+  fullWalk: Defaulted(Type.Boolean(), false),
+  maxRemovalsPerCycle: Defaulted(Type.Integer({ minimum: 1, description: 'per-cycle removal cap' }), 100),
+  cycleSeconds: Defaulted(Type.Integer({ minimum: 1, description: 'seconds between two Dredger candidate cycles' }), 300),
+}, closed)
 
 const PrivateUpstreamSchema = Type.Object({
   url: Url('trusted private registry base URL'),
@@ -110,7 +119,7 @@ const PrivateUpstreamSchema = Type.Object({
  * short-lived token minted by AWS CodeArtifact's GetAuthorizationToken
  * (`domain`, `domainOwner`, `region`, `endpoint`, `durationSeconds`).
  */
-const CredentialSchema = Type.Object({
+export const CredentialSchema = Type.Object({
   name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' }),
   provider: Type.Union([Type.Literal('registry'), Type.Literal('selfHosted'), Type.Literal('managedRepo')]),
   domain: Type.Optional(Type.String({ minLength: 2, description: 'managedRepo: the CodeArtifact domain' })),
@@ -123,13 +132,13 @@ const CredentialSchema = Type.Object({
   command: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'selfHosted: program and arguments printing the token or {token, expiresAt|expiresIn}' })),
 }, closed)
 
-const PublicUpstreamSchema = Type.Object({
+export const PublicUpstreamSchema = Type.Object({
   url: Type.Optional(Url('untrusted public registry base URL (https); js default: the local npm client\'s configured registry')),
   caFile: Type.Optional(Type.String({ minLength: 1, description: 'extra trust anchor; verification is never switched off' })),
-  allowHosts: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'host allowlist for public egress; empty: the upstream\'s own host' })),
-  allowInternalRanges: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'CIDRs exempt from the internal-range block' })),
+  allowHosts: Defaulted(Type.Array(Type.String({ minLength: 1 }), { description: 'host allowlist for public egress; empty: the upstream\'s own host' }), []),
+  allowInternalRanges: Defaulted(Type.Array(Type.String({ minLength: 1 }), { description: 'CIDRs exempt from the internal-range block' }), []),
   respectTarballHost: Type.Optional(Type.Boolean({ description: 'this mount only: admit a public artifact URL on another host:port (still within allowHosts); unset: respectUpstreamTarballHost' })),
-}, { ...closed, default: {} })
+}, closed)
 
 const TargetSchema = Type.Object({
   target: Url('registry base URL; py: the legacy upload endpoint (twine\'s --repository-url)'),
@@ -146,7 +155,7 @@ const PublishSchema = Type.Object({
   token: Type.Optional(Secret('bearer credential for the publication target')),
   // An `@scope` owns every name in it; an exact unscoped name may be listed too (checked against the public upstream at publish time).
   scopes: Type.Array(Type.String({ pattern: '^(@[a-z0-9][a-z0-9._~-]*|[a-z0-9][a-z0-9._~-]*)$' }), { minItems: 1, description: '@scope entries, or exact unscoped names' }),
-  maxBodyBytes: Type.Optional(Type.Integer({ minimum: 1, default: DEFAULT_PUBLISH_MAX_BODY_BYTES, description: 'largest publish document accepted; over it 413' })),
+  maxBodyBytes: Defaulted(Type.Integer({ minimum: 1, description: 'largest publish document accepted; over it 413' }), DEFAULT_PUBLISH_MAX_BODY_BYTES),
   credential: Type.Optional(Type.String({ minLength: 1, description: 'name of a `credentials` entry to send instead of a static token' })),
 }, closed)
 
@@ -158,7 +167,7 @@ const PublishSchema = Type.Object({
  * seven days by its upstream publish time (SPEC.md 8: six days of maximum
  * advisory age follow from it).
  */
-export const DEFAULT_RULES = Object.freeze([
+export const DEFAULT_RULES: readonly RuleConfig[] = Object.freeze([
   Object.freeze({ rule: 'DenyIfCve', onUnavailable: 'skip' }),
   Object.freeze({ rule: 'AllowIfRemediatesCve' }),
   Object.freeze({ rule: 'AllowIfOlderThan', seconds: 604800 }),
@@ -169,17 +178,17 @@ export const INTEGRITY_ALGORITHMS = ['sha512', 'sha384', 'sha256', 'sha1'] as co
 /** The integrity floor of a mount that sets none: the digest its public registry publishes for every artifact. */
 export const DEFAULT_INTEGRITY_FLOOR = Object.freeze({ js: 'sha512', py: 'sha256' } as const)
 
-const MountSchema = Type.Object({
-  upstreams: Type.Optional(Type.Object({
+export const MountSchema = Type.Object({
+  upstreams: Defaulted(Type.Object({
     private: Type.Optional(PrivateUpstreamSchema),
-    public: Type.Optional(PublicUpstreamSchema),
-  }, { ...closed, default: {} })),
+    public: Defaulted(PublicUpstreamSchema, {}),
+  }, closed), {}),
   publish: Type.Optional(PublishSchema),
   mirror: Type.Optional(TargetSchema),
   // No schema default: js defaults to sha512 (what npm publishes), py to sha256 (what PyPI publishes); see DEFAULT_INTEGRITY_FLOOR.
-  integrityFloor: Type.Optional(Type.Union(INTEGRITY_ALGORITHMS.map((a) => Type.Literal(a)), { description: 'weakest digest a public artifact may carry; default sha512 for js, sha256 for py' })),
+  integrityFloor: Type.Optional(Literals(INTEGRITY_ALGORITHMS, { description: 'weakest digest a public artifact may carry; default sha512 for js, sha256 for py' })),
   privateHidesPublic: Type.Optional(Type.Boolean({ description: 'py: a project the private index has hides the public project of the same name; default true' })),
-  rules: Type.Optional(Type.Array(RULE_SCHEMA, { default: DEFAULT_RULES, description: 'admission rules of public versions; unset: the shipped defaults; [] denies every public version' })),
+  rules: Defaulted(Type.Array(RULE_SCHEMA, { description: 'admission rules of public versions; unset: the shipped defaults; [] denies every public version' }), DEFAULT_RULES),
   // No default here: a mount exists only when configured (or by the mounts default below).
 }, closed)
 
@@ -187,21 +196,21 @@ export const MOUNT_KEYS = ['js', 'py'] as const
 export type MountKey = (typeof MOUNT_KEYS)[number]
 
 export const ConfigSchema = Type.Object({
-  server: Type.Optional(ServerSchema),
-  observability: Type.Optional(ObservabilitySchema),
-  runtime: Type.Optional(RuntimeSchema),
-  limits: Type.Optional(LimitsSchema),
-  cache: Type.Optional(CacheSchema),
-  queue: Type.Optional(QueueSchema),
-  store: Type.Optional(StoreSchema),
-  advisories: Type.Optional(AdvisoriesSchema),
-  dredger: Type.Optional(DredgerSchema),
-  respectUpstreamTarballHost: Type.Optional(Type.Boolean({ default: false, description: 'admit a public tarball URL on another host:port' })),
-  credentials: Type.Optional(Type.Array(CredentialSchema, { default: [], description: 'upstream credential providers, referred to by name' })),
-  mounts: Type.Optional(Type.Object({
+  server: Defaulted(ServerSchema, {}),
+  observability: Defaulted(ObservabilitySchema, {}),
+  runtime: Defaulted(RuntimeSchema, {}),
+  limits: Defaulted(LimitsSchema, {}),
+  cache: Defaulted(CacheSchema, {}),
+  queue: Defaulted(QueueSchema, {}),
+  store: Defaulted(StoreSchema, {}),
+  advisories: Defaulted(AdvisoriesSchema, {}),
+  dredger: Defaulted(DredgerSchema, {}),
+  respectUpstreamTarballHost: Defaulted(Type.Boolean({ description: 'admit a public tarball URL on another host:port' }), false),
+  credentials: Defaulted(Type.Array(CredentialSchema, { description: 'upstream credential providers, referred to by name' }), []),
+  mounts: Defaulted(Type.Object({
     js: Type.Optional(MountSchema),
     py: Type.Optional(MountSchema),
-  }, { ...closed, default: { js: {} }, description: 'mounts by ecosystem; default: the js mount alone' })),
+  }, { ...closed, description: 'mounts by ecosystem; default: the js mount alone' }), { js: {} }),
 }, closed)
 
 /** The document as written (every key optional). */
