@@ -24,6 +24,7 @@
  */
 import { ServiceError, isServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
+import { ADMISSION_CHARGES } from '../memory/admission-charges.js'
 import { PAUSE_CAP_UPSTREAM_READ_MS, type Admission } from '../memory/gate.js'
 import type { ArtifactResponse } from '../upstream/http1/artifact-response.js'
 import type { OpenArtifactOptions } from '../upstream/upstream-client.js'
@@ -75,7 +76,7 @@ export interface MirrorWorkerOptions {
 }
 
 /** SPEC.md 8.1's rate for a js listing read: the worker's two document reads are listings too. */
-const DOCUMENT_CHARGE_PER_BYTE = 1.1
+const DOCUMENT_CHARGE_PER_BYTE = ADMISSION_CHARGES.sourcePerByte.js
 
 /** A chunk charge against the job's admission, or undefined when the worker runs on its own (no gate). */
 function chargeChunks(admission: Admission | undefined, signal: AbortSignal | undefined): ChunkCharge | undefined {

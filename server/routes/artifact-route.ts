@@ -33,7 +33,7 @@
  *   nothing: no bytes were relayed.
  */
 import { systemClock, type Clock } from '../../engine/clock.js'
-import { ServiceError, toServiceError } from '../../engine/errors.js'
+import { advisoryExpired, ServiceError, toServiceError } from '../../engine/errors.js'
 import type { Logger } from '../../engine/log/logger.js'
 import { checkIntegrityFloor, type IntegrityAlgorithm } from '../../engine/mirror/integrity-floor.js'
 import { checkMirrorJob, type MirrorJob } from '../../engine/mirror/mirror-job.js'
@@ -154,15 +154,8 @@ export function refusalOf(decision: Decision, explained?: Explanation): ServiceE
       })
     case 'unavailable':
       return new ServiceError('ADVISORY_UNAVAILABLE', { data: { reason: decision.reason } })
-    case 'expired': {
-      const age = decision.ageSeconds
-      const max = decision.maxAgeSeconds
-      const detail = age === undefined || max === undefined ? '' : `: age ${Math.floor(age)} s, maximum ${Math.floor(max)} s`
-      return new ServiceError('ADVISORY_EXPIRED', {
-        message: `the advisory database is older than its maximum age${detail}`,
-        data: { ageSeconds: age, maxAgeSeconds: max },
-      })
-    }
+    case 'expired':
+      return advisoryExpired(decision.ageSeconds, decision.maxAgeSeconds)
   }
 }
 
