@@ -7,7 +7,7 @@
 import t from 'tap'
 import { advisoryExpired, ERROR_TABLE } from '../../engine/errors.js'
 import { withholdingError } from '../../engine/listing/withholding.js'
-import { refusalOf } from '../../server/routes/artifact-route.js'
+import { refusalOf } from '../../server/routes/artifact-answers.js'
 import { decision } from '../helpers/decisions.js'
 
 t.test('the age and the maximum, in whole seconds', async (t) => {
