@@ -126,6 +126,27 @@ export function isServiceError(value: unknown, code?: ErrorCode): value is Servi
   return value instanceof ServiceError && (code === undefined || value.code === code)
 }
 
+/**
+ * The refusal of an advisory push at or past its maximum age (SPEC.md 3.5;
+ * 7.1: "the message states the age and the maximum"), in one wording
+ * wherever it is refused: a listing nothing survived, an artifact, an audit.
+ * Ages are seconds; a push with no publication time is expired outright and
+ * says so.
+ */
+export function advisoryExpired(ageSeconds: number | undefined, maxAgeSeconds: number | undefined): ServiceError {
+  const detail: string[] = []
+  if (ageSeconds !== undefined) detail.push(`age ${Math.floor(ageSeconds)} s`)
+  else if (maxAgeSeconds !== undefined) detail.push('its publication time is unknown')
+  if (maxAgeSeconds !== undefined) detail.push(`maximum ${Math.floor(maxAgeSeconds)} s`)
+  return new ServiceError('ADVISORY_EXPIRED', {
+    ...(detail.length === 0 ? {} : { message: `${ERROR_TABLE.ADVISORY_EXPIRED.message}: ${detail.join(', ')}` }),
+    data: {
+      ...(ageSeconds === undefined ? {} : { ageSeconds }),
+      ...(maxAgeSeconds === undefined ? {} : { maxAgeSeconds }),
+    },
+  })
+}
+
 /** Wraps anything thrown into a ServiceError, keeping coded ones as they are. */
 export function toServiceError(value: unknown, fallback: ErrorCode = 'INTERNAL'): ServiceError {
   return value instanceof ServiceError ? value : new ServiceError(fallback, { cause: value })

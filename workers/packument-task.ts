@@ -10,9 +10,10 @@
  * under tap, whose TypeScript loader the worker threads inherit through
  * execArgv, so there the file URL of workers/packument-task.ts works as is.
  */
+import { responseChargeBytes } from '../engine/listing/output-basis.js'
 import type { PackumentIndex } from '../engine/packument/packument-index.js'
 import type { FactNeeds } from '../engine/policy/decision.js'
-import { basisOf, indexDocument, planPackument, renderPlan, responseChargeBytes, upstreamDerivedEtag } from '../engine/packument/pipeline.js'
+import { basisOf, indexDocument, planPackument, renderPlan, upstreamDerivedEtag } from '../engine/packument/pipeline.js'
 import type { PackumentTaskInput, PackumentTaskResult } from './packument-messages.js'
 import { move, MovableMessage } from './packument-messages.js'
 import { charge, loadGate, serialize } from './task-common.js'

@@ -6,7 +6,7 @@
  */
 import type { MessagePort } from 'node:worker_threads'
 import { ServiceError } from '../engine/errors.js'
-import { responseChargeBytes } from '../engine/packument/pipeline.js'
+import { responseChargeBytes } from '../engine/listing/output-basis.js'
 import type { PageFormat } from '../engine/pypi/content-negotiation.js'
 import { planProjectPage, renderProjectPage, type ProjectPagePlan } from '../engine/pypi/project-page.js'
 import type { ReadLimits } from '../engine/pypi/simple-model.js'

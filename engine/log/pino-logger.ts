@@ -4,7 +4,7 @@
  *   { timestamp, status, message, service, env, version, data, katip: { host, ... }, dd?: { trace_id, span_id } }
  *
  * `data` is the emitting call's own fields; `dd` is present only while a span
- * is in scope (engine/telemetry/trace-context.ts). Bearer tokens are
+ * is in scope (a SpanScope: engine/telemetry/trace-context.ts in production). Bearer tokens are
  * BearerToken values whose toJSON is the redacted placeholder, so they are
  * redacted wherever they sit in `data`. The console format renders the same
  * record for a human. The destination is asynchronous (STYLE.md rule 10);
@@ -12,9 +12,9 @@
  */
 import { Writable } from 'node:stream'
 import { pino, type DestinationStream, type Logger as Pino } from 'pino'
-import type { TraceContext } from '../telemetry/trace-context.js'
 import type { Identity } from './identity.js'
 import type { LogData, Logger, LogLevel } from './logger.js'
+import type { SpanScope } from './span-context.js'
 
 export interface ProcessLoggerOptions {
   readonly identity: Identity
@@ -22,7 +22,7 @@ export interface ProcessLoggerOptions {
   readonly format: 'json' | 'console'
   /** Role name, emitted under katip. */
   readonly role?: string
-  readonly trace?: TraceContext
+  readonly trace?: SpanScope
   /** Defaults to an asynchronous stdout destination. */
   readonly destination?: NodeJS.WritableStream
 }

@@ -41,7 +41,7 @@
  *   on another's could deadlock on memory it holds itself: no route does so.
  * - Releasing returns every charge and the slot, however the request ends;
  *   it is idempotent. A charge made ahead of use on an upper bound (a
- *   listing's response, engine/memory/prepaid-charge.ts) returns its unused
+ *   listing's response, engine/listing/prepaid-charge.ts) returns its unused
  *   part early with `refund`.
  *
  * The hot path (`tryCharge`, and `charge` when the bytes fit) is two
@@ -49,6 +49,7 @@
  * resolved promise.
  */
 import { ServiceError } from '../errors.js'
+import { ADMISSION_CHARGES } from './admission-charges.js'
 import type { MemoryPlan } from './plan.js'
 import { systemTimers, type TimerHandle, type Timers } from './timers.js'
 
@@ -65,7 +66,7 @@ export interface GateOptions {
   readonly maxInFlight: number
   /** New requests that may wait for their entry step at once. */
   readonly waitingRoom: number
-  /** SPEC.md 8: 1 MiB. */
+  /** SPEC.md 8.1: ADMISSION_CHARGES.entryStepBytes (1 MiB). */
   readonly entryStepBytes?: number
   /** SPEC.md 8: 1 s. */
   readonly entryWaitMs?: number
@@ -170,7 +171,7 @@ class GateCore {
     this.budget = Math.floor(options.budgetBytes)
     this.maxInFlight = positiveInteger('maxInFlight', options.maxInFlight)
     this.waitingRoom = Math.floor(options.waitingRoom) >= 0 ? Math.floor(options.waitingRoom) : 0
-    this.step = positiveInteger('entryStepBytes', options.entryStepBytes ?? 1024 * 1024)
+    this.step = positiveInteger('entryStepBytes', options.entryStepBytes ?? ADMISSION_CHARGES.entryStepBytes)
     this.entryWaitMs = positiveInteger('entryWaitMs', options.entryWaitMs ?? 1000)
     this.timers = options.timers ?? systemTimers
     this.lanes = options.growthLanes === undefined ? undefined : positiveInteger('growthLanes', options.growthLanes)

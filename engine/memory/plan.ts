@@ -62,6 +62,7 @@
 import { ServiceError } from '../errors.js'
 import { EMBEDDED_QUEUE_BOUNDS } from '../queue/embedded-queue-bounds.js'
 import { DEFAULT_LARGE_READ_BUFFERS, LARGE_READ_BUFFER_BYTES } from '../upstream/http1/artifact-connection.js'
+import { ADMISSION_CHARGES } from './admission-charges.js'
 
 export const MiB = 1024 * 1024
 export const GiB = 1024 * MiB
@@ -209,7 +210,6 @@ export const IN_FLIGHT_PER_CORE = 16
 export const IN_FLIGHT_MIN = 4
 export const BUDGET_PER_IN_FLIGHT = 2 * MiB
 export const WAITING_ROOM_PER_IN_FLIGHT = 2
-export const ENTRY_STEP_BYTES = 1 * MiB
 export const ENTRY_WAIT_MS = 1000
 /** A heap ceiling never goes below the nursery plus this, however tiny the limit (below 1 GiB is unsupported). */
 const TINY_HEAP_OLD_MIN = 32 * MiB
@@ -358,7 +358,7 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
     serveMaxInFlight,
     waitingRoom,
     artifactReadBuffers,
-    entryStepBytes: ENTRY_STEP_BYTES,
+    entryStepBytes: ADMISSION_CHARGES.entryStepBytes,
     entryWaitMs: ENTRY_WAIT_MS,
   })
 }

@@ -29,7 +29,7 @@
  *
  * Tasks per thread: one, Piscina's default. A render task never waits
  * inside its thread: its response charge is taken before the pool gets it
- * (engine/memory/prepaid-charge.ts). Until then a task waited inside its
+ * (engine/listing/prepaid-charge.ts). Until then a task waited inside its
  * thread while the gate paused that charge, each thread took up to its
  * share of the serve admission so the overshoot holder's render would find
  * a slot, and the waiting tasks' scanned documents stacked on the thread's

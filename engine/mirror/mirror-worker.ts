@@ -30,6 +30,7 @@
 import { createHash } from 'node:crypto'
 import { ServiceError, isServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
+import { ADMISSION_CHARGES } from '../memory/admission-charges.js'
 import { PAUSE_CAP_UPSTREAM_READ_MS, type Admission } from '../memory/gate.js'
 import type { ArtifactBody } from '../upstream/http1/artifact-body.js'
 import { SignalAbort } from '../upstream/http1/request-abort.js'
@@ -66,7 +67,7 @@ export interface MirrorWorkerOptions {
 }
 
 /** SPEC.md 8.1's rate for a js listing read: the worker's two document reads are listings too. */
-const DOCUMENT_CHARGE_PER_BYTE = 1.1
+const DOCUMENT_CHARGE_PER_BYTE = ADMISSION_CHARGES.sourcePerByte.js
 
 /** A chunk charge against the job's admission, or undefined when the worker runs on its own (no gate). */
 function chargeChunks(admission: Admission | undefined, signal: AbortSignal | undefined): ChunkCharge | undefined {

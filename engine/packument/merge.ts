@@ -17,16 +17,21 @@
  * - `time` keeps `created`, `modified` and the surviving versions' entries.
  * - Everything else is relayed unchanged, but a public document's
  *   PICKER_FIELDS.
+ *
+ * planMerge runs these as phases over one MergeState, in order: keep the
+ * private versions, gate the public ones, withhold shared file names, then
+ * read the survivors into `time`, the top level and the dist-tags.
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
 import { ServiceError } from '../errors.js'
+import { withholdingOf, type VersionObservation, type Withholding } from '../listing/withholding.js'
 import { canonicalVersion } from '../npm/canonical-version.js'
-import type { Decision, EarlierTrust, FactNeeds, HistoryFacts, RuleKind, TrustLevel, VersionFacts } from '../policy/decision.js'
+import type { Decision, FactNeeds, HistoryFacts, RuleKind, VersionFacts } from '../policy/decision.js'
 import { newestSurvivingVersion } from './latest.js'
+import { LazyVersionFacts } from './lazy-version-facts.js'
 import { memberString, NOT_A_STRING, type Member, type PackumentIndex, type VersionEntry } from './packument-index.js'
-import { publishTimeMs } from './publish-time.js'
 import { decodeFilename, TarballRewriter, tarballSegmentRange } from './tarball-url.js'
-import { hasInstallScript, trustOf, VersionHistory } from './version-history.js'
+import { VersionHistory } from './version-history.js'
 
 /**
  * The gate for one public version. `needs` says which history facts its
@@ -72,21 +77,6 @@ export interface SelectedVersion {
   readonly publishedAt: number | undefined
   /** The history facts the mount's rules read (Decide.needs), for the artifact path's gate; absent when none do. */
   readonly history?: HistoryFacts | undefined
-}
-
-/** A decision the main thread must see: a skipped check or an advisory rule that could not consult the database. */
-export interface VersionObservation {
-  readonly version: string
-  readonly decision: Decision
-}
-
-/** Why nothing survived (SPEC.md 4.2: the most recoverable cause wins). */
-export interface Withholding {
-  readonly code: 'ADVISORY_UNAVAILABLE' | 'ADVISORY_EXPIRED' | 'POLICY_WITHHELD'
-  readonly ageSeconds?: number
-  readonly maxAgeSeconds?: number
-  /** POLICY_WITHHELD: how many public versions each cause withheld, for the envelope's sentence (issue 17 item 5). */
-  readonly causes?: Readonly<Record<string, number>>
 }
 
 /**
@@ -190,61 +180,6 @@ const SYNTHESIZED: ReadonlySet<string> = new Set(['name', 'dist-tags', 'versions
  */
 export const PICKER_FIELDS: ReadonlySet<string> = new Set(['policyRestrictions', 'stagedVersions'])
 
-/** VersionFacts whose publish time is decoded only if a rule reads it. */
-class LazyVersionFacts implements VersionFacts {
-  readonly ecosystem: Ecosystem
-  readonly name: string
-  readonly version: string
-  readonly #index: PackumentIndex
-  readonly #entry: VersionEntry
-  readonly #history: VersionHistory | undefined
-  #publishedMs: number | undefined | null = null
-  #publishedAt: Date | undefined | null = null
-
-  constructor(ecosystem: Ecosystem, name: string, version: string, index: PackumentIndex, entry: VersionEntry, history: VersionHistory | undefined) {
-    this.ecosystem = ecosystem
-    this.name = name
-    this.version = version
-    this.#index = index
-    this.#entry = entry
-    this.#history = history
-  }
-
-  get trust(): TrustLevel | undefined {
-    return this.#history?.needs.trust === true ? trustOf(this.#entry) : undefined
-  }
-
-  get earlierTrust(): EarlierTrust | undefined {
-    return this.#history?.needs.trust === true ? this.#history.earlierTrust(this.version, this.publishedMs) : undefined
-  }
-
-  get installScript(): boolean | undefined {
-    return this.#history?.needs.installScripts === true ? hasInstallScript(this.#entry) : undefined
-  }
-
-  get scriptAddedAfter(): string | undefined {
-    return this.#history?.needs.installScripts === true && hasInstallScript(this.#entry) ? this.#history.scriptAddedAfter(this.version) : undefined
-  }
-
-  /** The history facts for the selected-version record, or undefined when no rule reads any. */
-  historyFacts(): HistoryFacts | undefined {
-    return this.#history?.factsOf(this.version, this.#entry, this.publishedMs)
-  }
-
-  get publishedMs(): number | undefined {
-    if (this.#publishedMs === null) this.#publishedMs = publishTimeMs(this.#index, this.#index.time.get(this.version))
-    return this.#publishedMs
-  }
-
-  get publishedAt(): Date | undefined {
-    if (this.#publishedAt === null) {
-      const ms = this.publishedMs
-      this.#publishedAt = ms === undefined ? undefined : new Date(ms)
-    }
-    return this.#publishedAt
-  }
-}
-
 /** An upstream tarball URL and where its file name segment lies in it. */
 interface Tarball {
   readonly url: string
@@ -325,236 +260,249 @@ function decodeSlice(index: PackumentIndex, start: number, end: number, plain: b
   return start < 0 ? undefined : index.source.jsonString(start, end, plain)
 }
 
-export function withholdingOf(decisions: readonly Decision[], unservable: number): Withholding | undefined {
-  let expired: Decision | undefined
-  let denied = unservable > 0
-  const causes: Record<string, number> = unservable > 0 ? { unservable } : {}
-  for (const decision of decisions) {
-    if (decision.verdict === 'unavailable') return { code: 'ADVISORY_UNAVAILABLE' }
-    if (decision.verdict === 'expired') expired ??= decision
-    else {
-      denied = true
-      const cause = NAMED_CAUSES.has(decision.reason) ? decision.reason : 'not_admitted'
-      causes[cause] = (causes[cause] ?? 0) + 1
-    }
-  }
-  if (expired !== undefined) {
-    return {
-      code: 'ADVISORY_EXPIRED',
-      ...(expired.ageSeconds === undefined ? {} : { ageSeconds: expired.ageSeconds }),
-      ...(expired.maxAgeSeconds === undefined ? {} : { maxAgeSeconds: expired.maxAgeSeconds }),
-    }
-  }
-  return denied ? { code: 'POLICY_WITHHELD', causes } : undefined
-}
-
-const NAMED_CAUSES: ReadonlySet<string> = new Set(['cve', 'epss', 'identity', 'trust_downgrade', 'install_script_added'])
-
-const CAUSE_WORDS: Readonly<Record<string, string>> = {
-  trust_downgrade: 'published with less trust than an earlier version (DenyIfTrustDowngrade)',
-  install_script_added: 'adding an install script, in its quarantine (DenyIfInstallScriptAdded)',
-  cve: 'with known advisories (DenyIfCve)',
-  epss: 'with advisories above the exploit-probability threshold (DenyIfEpss)',
-  identity: 'denied by name and version (DenyIdentity)',
-  not_admitted: 'in quarantine or admitted by no rule (ask for one version\'s tarball to see when it is admitted)',
-  unservable: 'unservable (an unreadable or disagreeing key, or no usable integrity digest)',
-}
-
-/** 'every public version is withheld by policy: 2 with known advisories (DenyIfCve), 1 ...' */
-export function withholdingSentence(causes: Readonly<Record<string, number>>): string {
-  const parts = Object.entries(causes).filter(([, n]) => n > 0).map(([cause, n]) => `${n} ${CAUSE_WORDS[cause] ?? cause}`)
-  return parts.length === 0 ? 'withheld by policy' : `every public version is withheld by policy: ${parts.join(', ')}`
-}
-
-export function planMerge(input: MergeInput): MergePlan {
-  const { packageName, privateIndex, publicIndex, decide } = input
-  const ecosystem = input.ecosystem ?? 'js'
-  checkName(privateIndex, packageName, 'private')
-  checkName(publicIndex, packageName, 'public')
-  const rewriter = new TarballRewriter(input.baseUrl, packageName)
-
-  let versions: PlannedVersion[] = []
-  const survivors = new Map<string, PackumentIndex>()
-  let selected: SelectedVersion[] = []
+/**
+ * What the merge's phases build up, in the order they run (planMerge): the
+ * private versions kept, the public versions gated, the file names that
+ * withhold more; the dist-tags, `time` and top level then read it.
+ */
+class MergeState {
+  readonly packageName: string
+  readonly privateIndex: PackumentIndex | undefined
+  readonly publicIndex: PackumentIndex | undefined
+  readonly rewriter: TarballRewriter
+  /** Kept versions, private first, in document order. */
+  versions: PlannedVersion[] = []
+  /** Each kept version's document. */
+  readonly survivors = new Map<string, PackumentIndex>()
+  /** The versions the private side names as npm's picker reads its keys: a private `v1.0.0` names 1.0.0 too. */
+  readonly privateVersions = new Set<string>()
+  selected: SelectedVersion[] = []
   /** Per record of `selected`: the gate admitted its version. */
-  const selectedAdmitted: boolean[] = []
+  readonly selectedAdmitted: boolean[] = []
   /** The file names of the refused records of `selected`, and their fileTag. */
-  const refusedFiles = new Set<string>()
-  const refusedTags = new Set<number>()
-  const observations: VersionObservation[] = []
-  const refusals: Decision[] = []
-  const answered = new Set<RuleKind>()
-  let keptPrivate = 0
-  let keptPublic = 0
-  let withheld = 0
-  let superseded = 0
-  let unservable = 0
-  let droppedCount = 0
-  const dropped: DroppedVersion[] = []
-  const drop = (version: string, reason: DropReason): void => {
-    droppedCount++
-    if (dropped.length < MAX_DROPPED_LISTED) dropped.push({ version, reason })
+  readonly refusedFiles = new Set<string>()
+  readonly refusedTags = new Set<number>()
+  readonly observations: VersionObservation[] = []
+  readonly refusals: Decision[] = []
+  readonly answered = new Set<RuleKind>()
+  readonly dropped: DroppedVersion[] = []
+  keptPrivate = 0
+  keptPublic = 0
+  withheld = 0
+  superseded = 0
+  unservable = 0
+  droppedCount = 0
+  regateAt: number | undefined = undefined
+
+  constructor(input: MergeInput) {
+    this.packageName = input.packageName
+    this.privateIndex = input.privateIndex
+    this.publicIndex = input.publicIndex
+    this.rewriter = new TarballRewriter(input.baseUrl, input.packageName)
   }
 
-  const tarballOf = (index: PackumentIndex, entry: VersionEntry): Tarball | undefined => {
-    const url = decodeSlice(index, entry.tarballStart, entry.tarballEnd, entry.tarballPlain)
-    if (url === undefined) return undefined
-    const range = tarballSegmentRange(url)
-    return range === undefined ? undefined : { url, from: range[0], to: range[1] }
+  drop(version: string, reason: DropReason): void {
+    this.droppedCount++
+    if (this.dropped.length < MAX_DROPPED_LISTED) this.dropped.push({ version, reason })
   }
-  const planned = (version: string, index: PackumentIndex, entry: VersionEntry, tarball: Tarball | undefined): PlannedVersion => {
+
+  /** Keeps a version in the answer, its tarball URL (when it has one) rewritten to the proxy. */
+  keep(version: string, index: PackumentIndex, entry: VersionEntry, tarball: Tarball | undefined): void {
+    this.versions.push(this.#planned(version, index, entry, tarball))
+    this.survivors.set(version, index)
+  }
+
+  #planned(version: string, index: PackumentIndex, entry: VersionEntry, tarball: Tarball | undefined): PlannedVersion {
     if (tarball === undefined) return { version, index, entry, segmentStart: -1, segmentEnd: -1, tarballToken: undefined }
     // Plain and as long as its bytes: ASCII without escapes, so string offsets are byte offsets.
     if (entry.tarballPlain && tarball.url.length === entry.tarballEnd - entry.tarballStart - 2) {
       const at = entry.tarballStart + 1
       return { version, index, entry, segmentStart: at + tarball.from, segmentEnd: at + tarball.to, tarballToken: undefined }
     }
-    const token = JSON.stringify(rewriter.url(tarball.url.slice(tarball.from, tarball.to)))
+    const token = JSON.stringify(this.rewriter.url(tarball.url.slice(tarball.from, tarball.to)))
     return { version, index, entry, segmentStart: -1, segmentEnd: -1, tarballToken: token }
   }
 
-  // The versions the private side names as npm's picker reads its keys: a private `v1.0.0` names 1.0.0 too.
-  const privateVersions = new Set<string>()
-  if (privateIndex !== undefined) {
-    for (const [version, entry] of privateIndex.versions) {
-      versions.push(planned(version, privateIndex, entry, tarballOf(privateIndex, entry)))
-      survivors.set(version, privateIndex)
-      privateVersions.add(canonicalVersion(version) ?? version)
-      keptPrivate++
-    }
+  /** The pieces of a merged document that two documents offer in turn: the private side's first. */
+  get documents(): readonly PackumentIndex[] {
+    const both: PackumentIndex[] = []
+    if (this.privateIndex !== undefined) both.push(this.privateIndex)
+    if (this.publicIndex !== undefined) both.push(this.publicIndex)
+    return both
   }
+}
 
+function tarballOf(index: PackumentIndex, entry: VersionEntry): Tarball | undefined {
+  const url = decodeSlice(index, entry.tarballStart, entry.tarballEnd, entry.tarballPlain)
+  if (url === undefined) return undefined
+  const range = tarballSegmentRange(url)
+  return range === undefined ? undefined : { url, from: range[0], to: range[1] }
+}
+
+/** Phase 1: every private version is kept, never gated. */
+function keepPrivateVersions(state: MergeState): void {
+  const index = state.privateIndex
+  if (index === undefined) return
+  for (const [version, entry] of index.versions) {
+    state.keep(version, index, entry, tarballOf(index, entry))
+    state.privateVersions.add(canonicalVersion(version) ?? version)
+    state.keptPrivate++
+  }
+}
+
+/** `regateAt`, or the first moment after `now` at which a version published at `published` reaches one of the age `steps`, whichever is earlier. */
+function earliestStep(regateAt: number | undefined, published: number | undefined, steps: readonly number[], now: number): number | undefined {
+  if (published === undefined) return regateAt
+  for (const step of steps) {
+    const at = published + step
+    if (at > now && (regateAt === undefined || at < regateAt)) regateAt = at
+  }
+  return regateAt
+}
+
+/**
+ * Phase 2: each public version the private side lacks, dropped when npm
+ * would read it as another version or its manifest disagrees with its key,
+ * else gated through `decide`; kept when admitted with a tarball URL.
+ */
+function gatePublicVersions(state: MergeState, decide: Decide, ecosystem: Ecosystem): void {
+  const { publicIndex, packageName, privateVersions } = state
+  if (publicIndex === undefined) return
   const clock = decide.clock
-  let regateAt = clock?.expiresAt !== undefined && clock.expiresAt > clock.now ? clock.expiresAt : undefined
-  if (publicIndex !== undefined) {
-    const commonNameAgrees = publicIndex.manifestName === packageName
-    const steps = clock?.ageSteps(packageName) ?? []
-    const needs = decide.needs
-    const history = needs !== undefined && (needs.trust || needs.installScripts) ? new VersionHistory(publicIndex, needs) : undefined
-    for (const [version, entry] of publicIndex.versions) {
-      // Every rule judges the version the client would install: only a canonical key is gated at all.
-      const canonical = canonicalVersion(version)
-      if (canonical !== version) {
-        drop(version, canonical === undefined ? 'unreadable_key' : 'alias_key')
-        continue
-      }
-      if (privateVersions.has(version)) {
-        // The private side has this version, under this key or an alias of it: its copy is the one a client must pick.
-        superseded++
-        continue
-      }
-      const disagreement = manifestDisagreement(publicIndex, entry, packageName, version, commonNameAgrees)
-      if (disagreement !== undefined) {
-        drop(version, disagreement)
-        continue
-      }
-      const facts = new LazyVersionFacts(ecosystem, packageName, version, publicIndex, entry, history)
-      const decision = decide(facts)
-      if (steps.length > 0 && clock !== undefined) {
-        const published = facts.publishedMs
-        if (published !== undefined) {
-          for (const step of steps) {
-            const at = published + step
-            if (at > clock.now && (regateAt === undefined || at < regateAt)) regateAt = at
-          }
-        }
-      }
-      let reported = decision.skipped.length > 0
-      for (const observation of decision.advisory) {
-        if (observation.cause === undefined) answered.add(observation.rule)
-        else reported = true
-      }
-      if (reported) observations.push({ version, decision })
-      const tarball = tarballOf(publicIndex, entry)
-      if (decision.verdict !== 'admit') {
-        withheld++
-        refusals.push(decision)
-        // Still selectable by file name: the artifact route gates it again and refuses it with the right status.
-        if (tarball !== undefined) {
-          const record = selectedRecord(version, tarball, publicIndex, entry, facts)
-          selected.push(record)
-          selectedAdmitted.push(false)
-          refusedFiles.add(record.filename)
-          refusedTags.add(fileTag(record.filename))
-        }
-        continue
-      }
-      if (tarball === undefined) {
-        // Admitted, but no URL the proxy could serve it from (SPEC.md 2.3: tarball is required).
-        unservable++
-        continue
-      }
-      versions.push(planned(version, publicIndex, entry, tarball))
-      survivors.set(version, publicIndex)
-      selected.push(selectedRecord(version, tarball, publicIndex, entry, facts))
-      selectedAdmitted.push(true)
-      keptPublic++
+  const commonNameAgrees = publicIndex.manifestName === packageName
+  const steps = clock?.ageSteps(packageName) ?? []
+  const needs = decide.needs
+  const history = needs !== undefined && (needs.trust || needs.installScripts) ? new VersionHistory(publicIndex, needs) : undefined
+  for (const [version, entry] of publicIndex.versions) {
+    // Every rule judges the version the client would install: only a canonical key is gated at all.
+    const canonical = canonicalVersion(version)
+    if (canonical !== version) {
+      state.drop(version, canonical === undefined ? 'unreadable_key' : 'alias_key')
+      continue
     }
+    if (privateVersions.has(version)) {
+      // The private side has this version, under this key or an alias of it: its copy is the one a client must pick.
+      state.superseded++
+      continue
+    }
+    const disagreement = manifestDisagreement(publicIndex, entry, packageName, version, commonNameAgrees)
+    if (disagreement !== undefined) {
+      state.drop(version, disagreement)
+      continue
+    }
+    const facts = new LazyVersionFacts(ecosystem, packageName, version, publicIndex, entry, history)
+    const decision = decide(facts)
+    if (steps.length > 0 && clock !== undefined) state.regateAt = earliestStep(state.regateAt, facts.publishedMs, steps, clock.now)
+    observe(state, version, decision)
+    const tarball = tarballOf(publicIndex, entry)
+    if (decision.verdict !== 'admit') {
+      state.withheld++
+      state.refusals.push(decision)
+      // Still selectable by file name: the artifact route gates it again and refuses it with the right status.
+      if (tarball !== undefined) {
+        const record = selectedRecord(version, tarball, publicIndex, entry, facts)
+        state.selected.push(record)
+        state.selectedAdmitted.push(false)
+        state.refusedFiles.add(record.filename)
+        state.refusedTags.add(fileTag(record.filename))
+      }
+      continue
+    }
+    if (tarball === undefined) {
+      // Admitted, but no URL the proxy could serve it from (SPEC.md 2.3: tarball is required).
+      state.unservable++
+      continue
+    }
+    state.keep(version, publicIndex, entry, tarball)
+    state.selected.push(selectedRecord(version, tarball, publicIndex, entry, facts))
+    state.selectedAdmitted.push(true)
+    state.keptPublic++
   }
+}
 
-  // One file name, one verdict. The artifact route finds a version by its
-  // file name alone (a lockfile install reads no metadata), so an admitted
-  // version whose tarball has the file name of a refused one would carry the
-  // refused artifact past the gate: such a version is withheld too, and the
-  // name stays the refused version's.
-  if (refusedFiles.size > 0) {
-    let shadowed: Set<string> | undefined
-    for (let k = 0; k < selected.length; k++) {
-      const filename = selected[k]!.filename
-      if (selectedAdmitted[k] === true && refusedTags.has(fileTag(filename)) && refusedFiles.has(filename)) (shadowed ??= new Set()).add(selected[k]!.version)
-    }
-    if (shadowed !== undefined) {
-      const withheldToo = shadowed
-      selected = selected.filter((record, k) => selectedAdmitted[k] !== true || !withheldToo.has(record.version))
-      versions = versions.filter((v) => v.index !== publicIndex || !withheldToo.has(v.version))
-      for (const version of withheldToo) survivors.delete(version)
-      keptPublic -= withheldToo.size
-      withheld += withheldToo.size
-    }
+/** What of a decision the main thread must see: skipped checks, advisory rules that answered or could not. */
+function observe(state: MergeState, version: string, decision: Decision): void {
+  let reported = decision.skipped.length > 0
+  for (const observation of decision.advisory) {
+    if (observation.cause === undefined) state.answered.add(observation.rule)
+    else reported = true
   }
+  if (reported) state.observations.push({ version, decision })
+}
 
-  // dist-tags: the private side's tag wins; a tag survives only with its version.
+/**
+ * Phase 3: one file name, one verdict. The artifact route finds a version by
+ * its file name alone (a lockfile install reads no metadata), so an admitted
+ * version whose tarball has the file name of a refused one would carry the
+ * refused artifact past the gate: such a version is withheld too, and the
+ * name stays the refused version's.
+ */
+function withholdSharedFileNames(state: MergeState): void {
+  if (state.refusedFiles.size === 0) return
+  const { selected, selectedAdmitted, refusedFiles, refusedTags } = state
+  let shadowed: Set<string> | undefined
+  for (let k = 0; k < selected.length; k++) {
+    const filename = selected[k]!.filename
+    if (selectedAdmitted[k] === true && refusedTags.has(fileTag(filename)) && refusedFiles.has(filename)) (shadowed ??= new Set()).add(selected[k]!.version)
+  }
+  if (shadowed === undefined) return
+  const withheldToo = shadowed
+  const publicIndex = state.publicIndex
+  state.selected = selected.filter((record, k) => selectedAdmitted[k] !== true || !withheldToo.has(record.version))
+  state.versions = state.versions.filter((v) => v.index !== publicIndex || !withheldToo.has(v.version))
+  for (const version of withheldToo) state.survivors.delete(version)
+  state.keptPublic -= withheldToo.size
+  state.withheld += withheldToo.size
+}
+
+/** Phase 4, dist-tags: the private side's tag wins; a tag survives only with its version; `latest` is repointed and first. */
+function mergedDistTags(state: MergeState): Array<readonly [string, string]> {
   const tags = new Map<string, string>()
-  for (const index of [privateIndex, publicIndex]) {
-    if (index === undefined) continue
+  for (const index of state.documents) {
     for (const [tag, member] of index.distTags) {
       if (tags.has(tag)) continue
       const version = memberString(index, member)
-      if (version !== undefined && survivors.get(version) !== undefined) tags.set(tag, version)
+      if (version !== undefined && state.survivors.get(version) !== undefined) tags.set(tag, version)
     }
   }
-  const latest = newestSurvivingVersion(survivors.keys())
+  const latest = newestSurvivingVersion(state.survivors.keys())
   if (latest !== undefined) tags.set('latest', latest)
   const distTags = [...tags]
   // Keep `latest` first, as registries write it.
   distTags.sort((a, b) => (a[0] === 'latest' ? -1 : b[0] === 'latest' ? 1 : 0))
+  return distTags
+}
 
-  // time: created and modified (private wins), then each survivor's own entry.
-  const time: IndexedMember[] = []
-  const timeOf = (key: string): IndexedMember | undefined => {
-    for (const index of [privateIndex, publicIndex]) {
-      const member = index?.time.get(key)
-      if (index !== undefined && member !== undefined) return { index, member }
-    }
-    return undefined
+/** The `time` member `key` of the first document that has one (the private side wins). */
+function timeMember(state: MergeState, key: string): IndexedMember | undefined {
+  for (const index of state.documents) {
+    const member = index.time.get(key)
+    if (member !== undefined) return { index, member }
   }
-  const modifiedTime = timeOf('modified')
-  const created = timeOf('created')
-  if (modifiedTime !== undefined) time.push(modifiedTime)
+  return undefined
+}
+
+/** Phase 5, time: created and modified (private wins), then each survivor's own entry. */
+function mergedTime(state: MergeState, modified: IndexedMember | undefined): IndexedMember[] {
+  const time: IndexedMember[] = []
+  const created = timeMember(state, 'created')
+  if (modified !== undefined) time.push(modified)
   if (created !== undefined) time.push(created)
-  for (const planned of versions) {
+  for (const planned of state.versions) {
     const member = planned.index.time.get(planned.version)
     if (member !== undefined) time.push({ index: planned.index, member })
   }
+  return time
+}
 
-  // Top level: the base document's order, then what the other adds.
+/** Phase 6, the top level: the base document's order, then what the other adds; a public document's PICKER_FIELDS never. */
+function mergedTopLevel(state: MergeState, hasTime: boolean): TopLevelItem[] {
   const topLevel: TopLevelItem[] = []
   const placed = new Set<string>()
-  for (const index of [privateIndex, publicIndex]) {
-    if (index === undefined) continue
+  for (const index of state.documents) {
     for (const [key, member] of index.members) {
       if (placed.has(key)) continue
-      if (index === publicIndex && PICKER_FIELDS.has(key)) continue
+      if (index === state.publicIndex && PICKER_FIELDS.has(key)) continue
       placed.add(key)
       if (SYNTHESIZED.has(key)) topLevel.push({ kind: key as 'name' | 'dist-tags' | 'versions' | 'time' })
       else topLevel.push({ kind: 'relay', index, member })
@@ -563,47 +511,49 @@ export function planMerge(input: MergeInput): MergePlan {
   for (const key of ['name', 'dist-tags', 'versions'] as const) {
     if (!placed.has(key)) topLevel.push({ kind: key })
   }
-  if (!placed.has('time') && time.length > 0) topLevel.push({ kind: 'time' })
+  if (!placed.has('time') && hasTime) topLevel.push({ kind: 'time' })
+  return topLevel
+}
 
-  let modified: IndexedMember | undefined
-  for (const index of [privateIndex, publicIndex]) {
-    const member = index?.members.get('modified')
-    if (index !== undefined && member !== undefined && modified === undefined) modified = { index, member }
+/** The value the abbreviated form's top-level `modified` copies: a document's own `modified`, else `time.modified`. */
+function modifiedMember(state: MergeState, timeModified: IndexedMember | undefined): IndexedMember | undefined {
+  for (const index of state.documents) {
+    const member = index.members.get('modified')
+    if (member !== undefined) return { index, member }
   }
-  modified ??= modifiedTime
+  return timeModified
+}
 
-  const counts: MergeCounts = { keptPrivate, keptPublic, withheld, superseded, unservable, dropped: droppedCount }
-  const prefixToken = JSON.stringify(rewriter.prefix)
+export function planMerge(input: MergeInput): MergePlan {
+  const { packageName, privateIndex, publicIndex, decide } = input
+  checkName(privateIndex, packageName, 'private')
+  checkName(publicIndex, packageName, 'public')
+  const state = new MergeState(input)
+  const clock = decide.clock
+  state.regateAt = clock?.expiresAt !== undefined && clock.expiresAt > clock.now ? clock.expiresAt : undefined
+
+  keepPrivateVersions(state)
+  gatePublicVersions(state, decide, input.ecosystem ?? 'js')
+  withholdSharedFileNames(state)
+  const timeModified = timeMember(state, 'modified')
+  const time = mergedTime(state, timeModified)
+
+  const { versions, unservable, droppedCount } = state
+  const prefixToken = JSON.stringify(state.rewriter.prefix)
   return {
     packageName,
     tarballPrefix: new TextEncoder().encode(prefixToken.slice(0, -1)),
-    topLevel,
+    topLevel: mergedTopLevel(state, time.length > 0),
     versions,
-    distTags,
+    distTags: mergedDistTags(state),
     time,
-    modified,
-    counts,
-    selected,
-    observations,
-    dropped,
-    advisoryAnswered: [...answered],
-    withholding: versions.length === 0 ? withholdingOf(refusals, unservable + droppedCount) : undefined,
-    regateAt,
+    modified: modifiedMember(state, timeModified),
+    counts: { keptPrivate: state.keptPrivate, keptPublic: state.keptPublic, withheld: state.withheld, superseded: state.superseded, unservable, dropped: droppedCount },
+    selected: state.selected,
+    observations: state.observations,
+    dropped: state.dropped,
+    advisoryAnswered: [...state.answered],
+    withholding: versions.length === 0 ? withholdingOf(state.refusals, unservable + droppedCount) : undefined,
+    regateAt: state.regateAt,
   }
-}
-
-/** The refusal the packument route answers with when nothing survived, or undefined to serve the document. */
-export function withholdingError(withholding: Withholding | undefined): ServiceError | undefined {
-  if (withholding === undefined) return undefined
-  if (withholding.code === 'ADVISORY_EXPIRED' && withholding.ageSeconds !== undefined && withholding.maxAgeSeconds !== undefined) {
-    // SPEC.md 7.1: the message states the age and the maximum.
-    return new ServiceError('ADVISORY_EXPIRED', {
-      message: `the advisory database push is ${withholding.ageSeconds} s old, past its maximum age of ${withholding.maxAgeSeconds} s`,
-      data: { ageSeconds: withholding.ageSeconds, maxAgeSeconds: withholding.maxAgeSeconds },
-    })
-  }
-  if (withholding.code === 'POLICY_WITHHELD' && withholding.causes !== undefined) {
-    return new ServiceError('POLICY_WITHHELD', { message: withholdingSentence(withholding.causes), data: { causes: withholding.causes } })
-  }
-  return new ServiceError(withholding.code)
 }

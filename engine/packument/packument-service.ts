@@ -6,10 +6,8 @@
  * function so engine/ never names a worker file); decide the status; retain
  * the assembled answer and the selected versions the artifact route reads.
  *
- * Statuses when no version survives follow the most recoverable cause: a
- * transient upstream or advisory condition (503) beats a policy withholding
- * (403), which beats an upstream that answered for another package (502),
- * which beats a forwarded miss (404). An upstream failing while the other
+ * Statuses when no version survives follow the most recoverable cause
+ * (engine/listing/most-recoverable.ts). An upstream failing while the other
  * answers is no error when versions survive.
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
@@ -17,23 +15,22 @@ import type { AssembledResponse, Freshness, MetadataCache, SourceValidators } fr
 import { assembledKey, DEFAULT_ASSEMBLED_TTL_MS, selectedVersionKey } from '../cache/metadata-cache.js'
 import type { Clock } from '../clock.js'
 import { isServiceError, ServiceError } from '../errors.js'
+import { fetchCharged, type ChargedFetch } from '../listing/charged-fetch.js'
+import { mostRecoverable } from '../listing/most-recoverable.js'
+import { responseChargeBytes } from '../listing/output-basis.js'
+import { chunkBytes, withPrepaidResponse } from '../listing/prepaid-charge.js'
+import { withholdingError } from '../listing/withholding.js'
 import type { Admission } from '../memory/gate.js'
 import { REQUEST_TIMEOUT_MS } from '../memory/gate.js'
-import { chunkBytes, withPrepaidResponse } from '../memory/prepaid-charge.js'
-import { fetchCharged, type ChargedFetch } from '../upstream/charged-fetch.js'
-import type { DocumentValidators, UpstreamClient } from '../upstream/upstream-client.js'
 import { inChildSpan } from '../telemetry/work-span.js'
+import type { DocumentValidators, UpstreamClient } from '../upstream/upstream-client.js'
 import { codedEtag, COMPRESS_MIN_BYTES, type ContentCoding } from './content-coding.js'
-import { withholdingError, type SelectedVersion } from './merge.js'
-import { responseChargeBytes } from './output-basis.js'
+import type { SelectedVersion } from './merge.js'
 import type { PackumentOutcome } from './pipeline.js'
 import type { StructureLimits } from './scanner.js'
 
 /** Logged when a revalidation behind a served answer fails (warn; debug when the gate shed it). */
 export const PACKUMENT_REVALIDATION_FAILED = 'packument revalidation failed'
-
-/** SPEC.md 8.1: bytes charged per decompressed source byte of a listing. */
-export const SOURCE_CHARGE_PER_BYTE: Readonly<Record<Ecosystem, number>> = Object.freeze({ js: 1.1, py: 3.2 })
 
 export interface RenderJob {
   readonly packageName: string
@@ -134,22 +131,6 @@ export interface PackumentRequest {
   readonly coding?: ContentCoding
   readonly admission: Admission
   readonly signal: AbortSignal
-}
-
-/** Larger is more recoverable (SPEC.md 4.2). */
-function recoverability(error: ServiceError): number {
-  if (error.status === 503) return 5
-  if (error.code === 'POLICY_WITHHELD') return 4
-  if (error.status === 500) return 3
-  if (error.code === 'UPSTREAM_WRONG_PACKAGE') return 2
-  if (error.status === 404) return 1
-  return 0
-}
-
-export function mostRecoverable(errors: readonly ServiceError[]): ServiceError | undefined {
-  let best: ServiceError | undefined
-  for (const error of errors) if (best === undefined || recoverability(error) > recoverability(best)) best = error
-  return best
 }
 
 /** What a side said, as a revalidation asks it again; undefined when it cannot be asked (it failed, or gave no validator). */
@@ -322,7 +303,7 @@ export class PackumentService {
   /** One upstream document read, counted on the full store, charged to the subject's admission; conditional with `validators`. */
   #read(client: UpstreamClient | undefined, subject: Subject, signal: AbortSignal, validators?: DocumentValidators): Promise<ChargedFetch> {
     if (client !== undefined) this.#o.cache.full.read()
-    return fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, SOURCE_CHARGE_PER_BYTE[this.#o.ecosystem], signal, validators)
+    return fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, this.#o.ecosystem, signal, validators)
   }
 
   async #load(subject: Subject, signal: AbortSignal, prefetched?: { readonly private: ChargedFetch; readonly public: ChargedFetch }): Promise<AssembledResponse> {
@@ -342,7 +323,7 @@ export class PackumentService {
 
     let outcome: PackumentOutcome
     try {
-      // The response is prepaid at its bound (engine/memory/prepaid-charge.ts says why) before the pool takes the render.
+      // The response is prepaid at its bound (engine/listing/prepaid-charge.ts says why) before the pool takes the render.
       const bound = responseChargeBytes(chunkBytes(privateChunks, publicChunks), this.#o.ecosystem)
       outcome = await withPrepaidResponse(subject.admission, bound, { timeoutMs: REQUEST_TIMEOUT_MS, signal }, (charge) =>
         inChildSpan('packument render', { 'package.name': subject.packageName, 'packument.form': subject.abbreviated ? 'abbreviated' : 'full' }, () => this.#o.render({

@@ -4,10 +4,11 @@
  * tests and the bench baseline comparison run them here.
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
+import { outputBasisBytes, type BasisDocument } from '../listing/output-basis.js'
+import type { VersionObservation, Withholding } from '../listing/withholding.js'
 import type { FactNeeds, RuleKind } from '../policy/decision.js'
 import { derivedEtag, type UpstreamEtags } from './derived-etag.js'
-import { planMerge, type Decide, type DroppedVersion, type MergeCounts, type MergePlan, type SelectedVersion, type VersionObservation, type Withholding } from './merge.js'
-import { outputBasisBytes, type BasisDocument } from './output-basis.js'
+import { planMerge, type Decide, type DroppedVersion, type MergeCounts, type MergePlan, type SelectedVersion } from './merge.js'
 import type { PackumentIndex } from './packument-index.js'
 import { renderPackument } from './render.js'
 import { PackumentScanner, type StructureLimits } from './scanner.js'
@@ -64,8 +65,6 @@ function measure(index: PackumentIndex | undefined, other: PackumentIndex | unde
 export function basisOf(privateIndex: PackumentIndex | undefined, publicIndex: PackumentIndex | undefined): number {
   return outputBasisBytes(measure(privateIndex, publicIndex), measure(publicIndex, privateIndex))
 }
-
-export { responseChargeBytes } from './output-basis.js'
 
 /** Merges, gates and renders two indexed documents (either may be absent). */
 export function mergeAndRender(request: PackumentRequest, privateIndex: PackumentIndex | undefined, publicIndex: PackumentIndex | undefined): PackumentOutcome {

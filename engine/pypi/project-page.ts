@@ -11,9 +11,8 @@
  * without re-reading the page and explains a refusal with the decision.
  */
 import { createHash } from 'node:crypto'
+import { withholdingOf, type VersionObservation, type Withholding } from '../listing/withholding.js'
 import type { RuleKind } from '../policy/decision.js'
-import type { VersionObservation, Withholding } from '../packument/merge.js'
-import { withholdingOf } from '../packument/merge.js'
 import type { PageFormat } from './content-negotiation.js'
 import { fileNameVersion } from './file-name-version.js'
 import { gateProject, type DecideFile } from './project-gate.js'

@@ -1,8 +1,8 @@
 /**
  * `GET /py/simple/{project}/` as a use case (issue 16), the `py` twin of
  * PackumentService: fetch the private and public project pages concurrently
- * (JSON preferred, HTML accepted), charging every decompressed chunk at 3.2
- * bytes per byte (SPEC.md 8.1); hand them to the renderer (a pool task);
+ * (JSON preferred, HTML accepted), charging every decompressed chunk at `py`'s
+ * rate per source byte (SPEC.md 8.1); hand them to the renderer (a pool task);
  * decide the status with the same most-recoverable rule as `/js`; retain
  * the assembled page per format and every file the page named, for the file
  * route.
@@ -11,14 +11,14 @@ import type { AssembledResponse, MetadataCache } from '../cache/metadata-cache.j
 import { assembledKey, selectedVersionKey } from '../cache/metadata-cache.js'
 import type { Clock } from '../clock.js'
 import { isServiceError, ServiceError } from '../errors.js'
+import { fetchCharged, type ChargedFetch } from '../listing/charged-fetch.js'
+import { mostRecoverable } from '../listing/most-recoverable.js'
+import { responseChargeBytes } from '../listing/output-basis.js'
+import { chunkBytes, withPrepaidResponse } from '../listing/prepaid-charge.js'
+import { withholdingError } from '../listing/withholding.js'
 import type { Admission } from '../memory/gate.js'
 import { REQUEST_TIMEOUT_MS } from '../memory/gate.js'
-import { chunkBytes, withPrepaidResponse } from '../memory/prepaid-charge.js'
-import { responseChargeBytes } from '../packument/output-basis.js'
-import { withholdingError } from '../packument/merge.js'
-import { mostRecoverable, SOURCE_CHARGE_PER_BYTE } from '../packument/packument-service.js'
 import { inChildSpan } from '../telemetry/work-span.js'
-import { fetchCharged, type ChargedFetch } from '../upstream/charged-fetch.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
 import type { PageFormat } from './content-negotiation.js'
 import type { PageFile } from './project-page.js'
@@ -104,7 +104,7 @@ export class ProjectService<O extends PageOutcome> {
     const fetchFrom = async (client: UpstreamClient | undefined): Promise<[ChargedFetch, string]> => {
       if (client !== undefined) this.#o.cache.full.read()
       const url = client === undefined ? '' : `${client.baseUrl.href}${request.project}/`
-      const fetched = await fetchCharged(client, (c, options) => c.fetchProjectPage(request.project, { ...options, accept: UPSTREAM_PAGE_ACCEPT }), request.admission, SOURCE_CHARGE_PER_BYTE.py, signal)
+      const fetched = await fetchCharged(client, (c, options) => c.fetchProjectPage(request.project, { ...options, accept: UPSTREAM_PAGE_ACCEPT }), request.admission, 'py', signal)
       return [fetched, url]
     }
     const [[priv, privUrl], [pub, pubUrl]] = await Promise.all([fetchFrom(privateClient), fetchFrom(publicClient)])
@@ -119,7 +119,7 @@ export class ProjectService<O extends PageOutcome> {
 
     let outcome: O
     try {
-      // Prepaid at its bound, the two pages together (engine/memory/prepaid-charge.ts), before the pool takes the render.
+      // Prepaid at its bound, the two pages together (engine/listing/prepaid-charge.ts), before the pool takes the render.
       const bound = responseChargeBytes(chunkBytes(privatePage?.chunks, publicPage?.chunks), 'py')
       outcome = await withPrepaidResponse(request.admission, bound, { timeoutMs: REQUEST_TIMEOUT_MS, signal }, (charge) =>
         inChildSpan('project page render', { 'package.name': request.project, 'pypi.page.format': request.format }, () => this.#o.render({

@@ -7,13 +7,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { randomBytes } from 'node:crypto'
 import { context, trace } from '@opentelemetry/api'
+import type { SpanContext, SpanScope } from '../log/span-context.js'
 
-export interface SpanContext {
-  readonly traceId: string
-  readonly spanId: string
-}
-
-export class TraceContext {
+export class TraceContext implements SpanScope {
   readonly #storage = new AsyncLocalStorage<SpanContext>()
 
   /**

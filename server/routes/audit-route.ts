@@ -22,7 +22,7 @@
  * The legacy endpoints (`/-/npm/v1/security/audits`, `.../audits/quick`,
  * npm 6) answer 501 with an envelope telling the user to upgrade npm.
  */
-import { isServiceError, ServiceError } from '../../engine/errors.js'
+import { advisoryExpired, isServiceError, ServiceError } from '../../engine/errors.js'
 import type { AdvisoryDatabase } from '../../engine/advisory/artifact/database.js'
 import type { Clock } from '../../engine/clock.js'
 import type { Logger } from '../../engine/log/logger.js'
@@ -91,11 +91,7 @@ export function createBulkAuditHandler(deps: AuditRouteDeps): (exchange: Exchang
         }
         const published = database.publishedAt?.getTime()
         const age = published === undefined ? undefined : (deps.clock.now() - published) / 1000
-        if (age === undefined || age >= deps.maxAgeSeconds) {
-          throw new ServiceError('ADVISORY_EXPIRED', {
-            message: `the advisory database is older than its maximum age${age === undefined ? ': its publication time is unknown' : `: age ${Math.floor(age)} s, maximum ${Math.floor(deps.maxAgeSeconds)} s`}`,
-          })
-        }
+        if (age === undefined || age >= deps.maxAgeSeconds) throw advisoryExpired(age, deps.maxAgeSeconds)
         // The lookups run on the main thread: a slice at a time, so other requests go on between slices.
         const answer = Object.create(null) as ReturnType<typeof bulkAdvisories>
         const names = [...request]

@@ -33,7 +33,8 @@ import { explainRefusal } from '../../engine/policy/explain.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import type { Exchange } from '../http/exchange.js'
-import { refusalOf, type SelectedArtifact } from './artifact-route.js'
+import { refusalOf } from './artifact-answers.js'
+import type { SelectedArtifact } from './artifact-route.js'
 
 /** npm's keys document is a few hundred bytes. */
 export const SIGNING_KEYS_MAX_BYTES = 256 * 1024

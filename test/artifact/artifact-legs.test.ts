@@ -12,7 +12,8 @@ import { BearerToken } from '../../engine/secret.js'
 import { ServiceError } from '../../engine/errors.js'
 import { makeTestCa } from '../../bench/peers/tls.js'
 import { makeClient, startServer } from '../upstream/servers.js'
-import { ARTIFACT_RELAY_ANOMALOUS, MIRROR_ENQUEUE_FAILED, type SelectedArtifact } from '../../server/routes/artifact-route.js'
+import type { SelectedArtifact } from '../../server/routes/artifact-route.js'
+import { ARTIFACT_RELAY_ANOMALOUS, MIRROR_ENQUEUE_FAILED } from '../../server/routes/public-leg.js'
 import { decision, startArtifactRoute } from './harness.js'
 
 const ca = await makeTestCa()

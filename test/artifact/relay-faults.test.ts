@@ -14,7 +14,8 @@ import { request } from 'undici'
 import { makeTestCa } from '../../bench/peers/tls.js'
 import { startMisbehavingUpstream } from '../peers/misbehaving-upstream.js'
 import { makeClient, startServer } from '../upstream/servers.js'
-import { ARTIFACT_UPSTREAM_FAILED, type SelectedArtifact } from '../../server/routes/artifact-route.js'
+import { ARTIFACT_UPSTREAM_FAILED } from '../../server/routes/artifact-answers.js'
+import type { SelectedArtifact } from '../../server/routes/artifact-route.js'
 import { startArtifactRoute } from './harness.js'
 
 const ca = await makeTestCa()

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createRequire } from 'node:module'
 import { isDeepStrictEqual } from 'node:util'
-import { withholdingError } from '../../engine/packument/merge.js'
+import { withholdingError } from '../../engine/listing/withholding.js'
 import { runPackumentPipeline, type PackumentOutcome, type PackumentRequest } from '../../engine/packument/pipeline.js'
 import { referenceMerge } from '../../engine/packument/reference.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'

@@ -7,7 +7,7 @@ import t from 'tap'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { explainRefusal } from '../../engine/policy/explain.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
-import { refusalOf } from '../../server/routes/artifact-route.js'
+import { refusalOf } from '../../server/routes/artifact-answers.js'
 
 const NOW = Date.parse('2026-11-24T12:00:00Z')
 const facts = (publishedAt?: string): VersionFacts => ({ ecosystem: 'js', name: 'left-pad', version: '1.3.0', publishedAt: publishedAt === undefined ? undefined : new Date(publishedAt) })

@@ -15,7 +15,7 @@
  * wait for memory waits here, holding no pool task; the task's exact charge
  * then settles against the prepaid bytes and the rest returns at once.
  */
-import type { Admission, ChargeOptions } from './gate.js'
+import type { Admission, ChargeOptions } from '../memory/gate.js'
 
 const RESOLVED: Promise<void> = Promise.resolve()
 

@@ -1,12 +1,12 @@
 /**
  * A listing's response charge is taken before the pool gets the render, at
- * its upper bound (engine/memory/prepaid-charge.ts): a render that must wait
+ * its upper bound (engine/listing/prepaid-charge.ts): a render that must wait
  * for memory waits on the main thread, holding no pool task, and the task's
  * exact charge settles at once against the prepaid bytes.
  */
 import t from 'tap'
 import { AdmissionGate, type Admission } from '../../engine/memory/gate.js'
-import { PrepaidCharge, withPrepaidResponse, chunkBytes } from '../../engine/memory/prepaid-charge.js'
+import { PrepaidCharge, withPrepaidResponse, chunkBytes } from '../../engine/listing/prepaid-charge.js'
 import { MetadataCache } from '../../engine/cache/metadata-cache.js'
 import { PackumentService, type RenderJob, type SelectedArtifact } from '../../engine/packument/packument-service.js'
 import type { PackumentOutcome } from '../../engine/packument/pipeline.js'

@@ -1,7 +1,7 @@
 import t from 'tap'
-import { outputBasisBytes } from '../../engine/packument/output-basis.js'
-import { basisOf, indexDocument, responseChargeBytes } from '../../engine/packument/pipeline.js'
-import { packument, utf8 } from './helpers.js'
+import { outputBasisBytes, responseChargeBytes } from '../../engine/listing/output-basis.js'
+import { basisOf, indexDocument } from '../../engine/packument/pipeline.js'
+import { packument, utf8 } from '../packument/helpers.js'
 
 t.test('one document: its own size', async (t) => {
   t.equal(outputBasisBytes(undefined, { bytes: 1000, versions: 10, lacks: 0 }), 1000)

@@ -7,13 +7,11 @@
  */
 
 import type { Ecosystem } from '../advisory/artifact/database.js'
-
-/** Charge per byte of output basis for a listing's response (SPEC.md 8.1). */
-export const RESPONSE_CHARGE_PER_BASIS_BYTE = Object.freeze({ js: 2.0, py: 1.6 })
+import { ADMISSION_CHARGES } from '../memory/admission-charges.js'
 
 /** Bytes to charge for a listing's response (SPEC.md 8.1, per byte of output basis). */
 export function responseChargeBytes(basisBytes: number, ecosystem: Ecosystem = 'js'): number {
-  return Math.ceil(basisBytes * RESPONSE_CHARGE_PER_BASIS_BYTE[ecosystem])
+  return Math.ceil(basisBytes * ADMISSION_CHARGES.responsePerBasisByte[ecosystem])
 }
 
 export interface BasisDocument {
