@@ -85,6 +85,8 @@ export interface Config {
     readonly host: string
     readonly baseUrl: string
     readonly shutdownDrainTimeout: number
+    /** The lame-duck period after SIGTERM, seconds, inside `shutdownDrainTimeout` (server/lifecycle/shutdown.ts). */
+    readonly drainDelaySeconds: number
     /** The compatibility listener's port (server/http/compat-listener.ts); undefined: off. */
     readonly compatPort?: number
     /** Edge tokens (SPEC.md 5.1, server/http/edge-auth.ts); empty: no edge check. */

@@ -219,7 +219,7 @@ function allowedValues(schemaPath: string): string {
 
 /** The merged value once schema defaults are applied; the schema guarantees these shapes. */
 interface Defaulted {
-  server: { port: number; host: string; baseUrl?: string; shutdownDrainTimeout: number; compatPort?: number; edgeTokens?: string[] }
+  server: { port: number; host: string; baseUrl?: string; shutdownDrainTimeout: number; drainDelaySeconds: number; compatPort?: number; edgeTokens?: string[] }
   observability: Config['observability']
   runtime: { cores?: number; maxHeapBytes?: number; coresCeiling: number; serveMaxInFlight?: number; cgroupPath: string }
   limits: Config['limits']
@@ -256,6 +256,10 @@ function resolveConfig(
   sourceOf: (path: string) => string,
 ): Config | undefined {
   const baseUrl = (d.server.baseUrl ?? `http://localhost:${d.server.port}`).replace(/\/+$/, '')
+  // The delay counts against the drain bound: at or past it, nothing would be left to finish requests in.
+  if (d.server.drainDelaySeconds > 0 && d.server.drainDelaySeconds >= d.server.shutdownDrainTimeout) {
+    problems.push({ path: 'server.drainDelaySeconds', message: CONFIG_REFUSAL.drainDelayNotBelowDrainTimeout(d.server.drainDelaySeconds, d.server.shutdownDrainTimeout), source: sourceOf('server.drainDelaySeconds') })
+  }
   if (d.queue.kind === 'sqs' && d.queue.url === undefined) {
     problems.push({ path: 'queue.url', message: CONFIG_REFUSAL.requiredForSqs, source: sourceOf('queue') })
   }
@@ -344,7 +348,7 @@ function resolveConfig(
 
   return {
     server: {
-      port: d.server.port, host: d.server.host, baseUrl, shutdownDrainTimeout: d.server.shutdownDrainTimeout,
+      port: d.server.port, host: d.server.host, baseUrl, shutdownDrainTimeout: d.server.shutdownDrainTimeout, drainDelaySeconds: d.server.drainDelaySeconds,
       ...(d.server.compatPort === undefined ? {} : { compatPort: d.server.compatPort }),
       edgeTokens: (d.server.edgeTokens ?? []).map((value) => new BearerToken(value)),
     },

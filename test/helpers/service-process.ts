@@ -25,7 +25,8 @@ interface Teardown { teardown(fn: () => unknown): void }
 export function runService(t: Teardown, args: readonly string[], env: Record<string, string> = {}, node: string = process.execPath): ServiceRun {
   if (!existsSync(SERVICE_BIN)) throw new Error(`${SERVICE_BIN} is missing: run \`npm run build\` (npm test does it first)`)
   const child = spawn(node, [SERVICE_BIN, ...args], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+    // No lame-duck period unless a test asks for one: the tests that stop a proxy with SIGTERM would each wait it out.
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', SERVICE_SERVER__DRAIN_DELAY_SECONDS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''
