@@ -196,4 +196,5 @@ export const CONFIG_REFUSAL = {
   pyPublishNotBuilt: 'this build relays no py publishes (upload to your private index directly); remove the key',
   publishNeedsEdgeTokens: 'the publish relay writes with its own target credential, so it needs server.edgeTokens to say who may publish: without them anyone who reaches the proxy could publish into your scopes; set server.edgeTokens (SERVICE_SERVER__EDGE_TOKENS)',
   pyOnlyKey: 'only the py mount reads this key',
+  drainDelayNotBelowDrainTimeout: (delay: number, timeout: number) => `${delay} s is not below server.shutdownDrainTimeout (${timeout} s): the lame-duck period counts against the drain bound, so nothing would be left for requests in flight to finish; lower server.drainDelaySeconds (SERVICE_SERVER__DRAIN_DELAY_SECONDS, 0 turns the period off) or raise server.shutdownDrainTimeout`,
 } as const

@@ -117,6 +117,10 @@ function buildProblems(merged: Record<string, unknown>, sourceOf: SourceOf): Con
 
 export function crossKeyProblems(d: DefaultedDocument, publicUrls: PublicUpstreamUrls, sourceOf: SourceOf): ConfigProblem[] {
   const problems: ConfigProblem[] = []
+  // The delay counts against the drain bound: at or past it, nothing would be left to finish requests in.
+  if (d.server.drainDelaySeconds > 0 && d.server.drainDelaySeconds >= d.server.shutdownDrainTimeout) {
+    problems.push({ path: 'server.drainDelaySeconds', message: CONFIG_REFUSAL.drainDelayNotBelowDrainTimeout(d.server.drainDelaySeconds, d.server.shutdownDrainTimeout), source: sourceOf('server.drainDelaySeconds') })
+  }
   if (d.queue.kind === 'sqs' && d.queue.url === undefined) {
     problems.push({ path: 'queue.url', message: CONFIG_REFUSAL.requiredForSqs, source: sourceOf('queue') })
   }

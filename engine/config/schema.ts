@@ -36,6 +36,7 @@ const ServerSchema = Type.Object({
   host: Defaulted(Type.String({ description: 'address the listener binds' }), '0.0.0.0'),
   baseUrl: Type.Optional(Url('{base_url}: the externally reachable base address; default http://localhost:{port}')),
   shutdownDrainTimeout: Seconds(30, 'bound of the graceful drain, seconds'),
+  drainDelaySeconds: Seconds(5, 'lame-duck period after SIGTERM: /readyz 503, still accepting, every response Connection: close; counts against shutdownDrainTimeout and must stay below it; 0 = close the listener at once'),
   compatPort: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'a second listener on node:http for HTTP/1.0, pipelining and health-check clients; unset: off' })),
   edgeTokens: Defaulted(Type.Array(Secret('an edge token clients send as Authorization: Bearer'), { description: 'edge tokens (SPEC.md 5.1), any one of them admits; a list so a rotation keeps two valid; unset or empty: no edge check' }), []),
 }, closed)

@@ -36,6 +36,14 @@ const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<RunningRole>>
 }
 
 /**
+ * Roles a load balancer sends client traffic to: their drain opens with the lame-duck period
+ * (`server.drainDelaySeconds`, server/lifecycle/shutdown.ts). The mirror, Pilot and Dredger serve only their
+ * own probes, which the kubelet reads and no Service routes (deploy/): nobody would be refused while their
+ * listener closes, so the period would only hold their pods, and they close it at once.
+ */
+const SERVES_TRAFFIC: ReadonlySet<Role> = new Set<Role>(['proxy'])
+
+/**
  * One-shot commands (`service pilot compile`): they resolve on success (exit
  * 0) and throw on failure: CONFIG_INVALID is a boot abort (exit 2), anything
  * else exit 1 with the `service: service exited:` line (SPEC.md 7.2).
@@ -143,6 +151,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     door: running.door,
     readiness: running.readiness,
     drainTimeoutMs: config.server.shutdownDrainTimeout * 1000,
+    drainDelayMs: SERVES_TRAFFIC.has(command.role) ? config.server.drainDelaySeconds * 1000 : 0,
     logger,
     quiesce: () => running.quiesce?.(),
     release: async () => {

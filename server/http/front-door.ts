@@ -105,12 +105,23 @@ export class FrontDoor {
     })
   }
 
-  /** Draining: responses carry `Connection: close` and the listen socket stops accepting. */
-  startDraining(): void {
+  /**
+   * The lame-duck period of the drain (SPEC.md 3.1; server/lifecycle/shutdown.ts): every response from now on
+   * carries `Connection: close`, on both listeners, while they still accept. A keep-alive client is told to
+   * reconnect on its next answer, and its new connection goes wherever the load balancer now sends it; a
+   * connection that arrives before the balancer has taken this process out of rotation is still answered.
+   */
+  startLameDuck(): void {
     this.#draining = true
+  }
+
+  /** Draining without a lame-duck period: responses carry `Connection: close` and the listen socket stops accepting. */
+  startDraining(): void {
+    this.startLameDuck()
     this.stopAccepting()
   }
 
+  /** Closes the listen sockets; connections already open are still answered (with `Connection: close` while draining). */
   stopAccepting(): void {
     if (this.#socket !== undefined) {
       loadUws().us_listen_socket_close(this.#socket)

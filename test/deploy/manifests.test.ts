@@ -6,7 +6,10 @@
  * reads, and a grace period above the drain bound; the PodDisruptionBudget
  * and the Service select the proxy; the Dockerfile runs the launcher as a
  * non-root user on a base whose glibc loads the Node 24 uWS build, and stops
- * it with SIGTERM.
+ * it with SIGTERM. Rolling updates refuse nothing (issue 30 item 5): the
+ * proxy and the mirror roll with `maxUnavailable: 0`, the proxy's lame-duck
+ * period sits inside the drain bound, and the singletons recreate. The
+ * ConfigMap gives Pilot an OSV source, so the shipped Pilot boots.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -17,6 +20,7 @@ import YAML from 'yaml'
 import { readBuildInfo } from '../../engine/build-info.js'
 import { loadConfig } from '../../engine/config/load.js'
 import { parseArgs } from '../../server/cli/args.js'
+import { checkPilotConfig } from '../../server/roles/pilot.js'
 
 // Manifests are walked as loosely typed trees; the assertions are the schema.
 type Doc = Record<string, any>
@@ -68,6 +72,37 @@ for (const deployment of deployments) {
     t.same(deployment['spec']['selector']['matchLabels'], deployment['spec']['template']['metadata']['labels'])
   })
 }
+
+const roleOf = (deployment: Doc): string => deployment['spec']['template']['spec']['containers'][0]['args'][0] as string
+
+t.test('rolling updates: the proxy and the mirror never drop below their replicas; the singletons recreate', async (t) => {
+  for (const deployment of deployments) {
+    const role = roleOf(deployment)
+    const strategy = deployment['spec']['strategy'] as Doc | undefined
+    if (role === 'proxy' || role === 'mirror') {
+      t.equal(strategy?.['type'], 'RollingUpdate', `${role}: rolling`)
+      t.equal(strategy?.['rollingUpdate']?.['maxUnavailable'], 0, `${role}: a new pod is ready before an old one stops`)
+      t.ok(strategy?.['rollingUpdate']?.['maxSurge'] >= 1, `${role}: room for the new pod`)
+    } else {
+      t.equal(strategy?.['type'], 'Recreate', `${role}: one at a time`)
+    }
+  }
+})
+
+t.test('the proxy: lame-duck period inside the drain bound, the grace period above both, no preStop', async (t) => {
+  const proxy = deployments.find((d) => roleOf(d) === 'proxy')!
+  const pod = proxy['spec']['template']['spec']
+  const server = config?.server
+  t.ok(server !== undefined && server.drainDelaySeconds >= 2, `a lame-duck period a balancer can act in (${server?.drainDelaySeconds} s)`)
+  t.ok(server !== undefined && server.drainDelaySeconds < server.shutdownDrainTimeout, 'the delay counts against the drain bound and leaves time to drain')
+  t.ok(pod['terminationGracePeriodSeconds'] > (server?.shutdownDrainTimeout ?? Infinity), 'the grace period is above delay and drain together')
+  t.equal(pod['containers'][0]['lifecycle']?.['preStop'], undefined, 'the in-process lame-duck period does what a preStop sleep would, and more')
+})
+
+t.test('the ConfigMap gives Pilot an OSV source: the shipped Pilot boots', async (t) => {
+  t.doesNotThrow(() => checkPilotConfig(config!), 'advisories.osvExportBaseUrl is set')
+  t.match(config?.advisories.osvExportBaseUrl, /\.example\.internal\//, 'an example value to replace, like the others')
+})
 
 t.test('the PodDisruptionBudget and the Service select the proxy pods', async (t) => {
   const proxy = deployments.find((d) => d['spec']['template']['spec']['containers'][0]['args'][0] === 'proxy')!

@@ -1,6 +1,11 @@
 /**
  * Runs the built `service` binary (dist/, made by `npm test`'s build step)
- * as a child process, and kills it at teardown by the pid it started.
+ * as a child process, and kills it at teardown by the pid it started. The
+ * launcher runs the role in a second process; both are in a process group
+ * of their own, whose id is the launcher's pid, and teardown kills the
+ * group: a launcher killed while its role still boots (a test that timed
+ * out waiting for it) would otherwise leave the role running, since the
+ * role stops on the launcher's disconnect only once it has booted.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -25,8 +30,10 @@ interface Teardown { teardown(fn: () => unknown): void }
 export function runService(t: Teardown, args: readonly string[], env: Record<string, string> = {}, node: string = process.execPath): ServiceRun {
   if (!existsSync(SERVICE_BIN)) throw new Error(`${SERVICE_BIN} is missing: run \`npm run build\` (npm test does it first)`)
   const child = spawn(node, [SERVICE_BIN, ...args], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+    // No lame-duck period unless a test asks for one: the tests that stop a proxy with SIGTERM would each wait it out.
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', SERVICE_SERVER__DRAIN_DELAY_SECONDS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   })
   let out = ''
   let err = ''
@@ -43,10 +50,13 @@ export function runService(t: Teardown, args: readonly string[], env: Record<str
     child.on('exit', (code, signal) => resolve({ code, signal }))
   })
   t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL')
-      await exited
+    const running = child.exitCode === null && child.signalCode === null
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL')
+    } catch {
+      // ESRCH: the group is gone, every process in it has exited.
     }
+    if (running) await exited
   })
   return {
     child,

@@ -2,7 +2,9 @@
  * The graceful drain on a real child process (SPEC.md 3.1, 7.2): a request
  * in flight when SIGTERM arrives completes, /readyz turns 503 while /livez
  * stays 200 and responses carry `Connection: close`, new connections are
- * refused, the process exits 0; a second signal ends it at once.
+ * refused, the process exits 0; a second signal ends it at once. With a
+ * lame-duck period (`server.drainDelaySeconds`; the helper sets 0 unless a
+ * test asks), new connections are answered until `listener closed`.
  */
 import t, { type Test } from 'tap'
 import { Client, request } from 'undici'
@@ -18,7 +20,7 @@ const document = (name: string): string => JSON.stringify({
   time: { created: '2020-01-01T00:00:00.000Z', modified: '2020-01-01T00:00:00.000Z', '1.0.0': '2020-01-01T00:00:00.000Z' },
 })
 
-async function start(t: Test, ca: TestCa, upstream: MisbehavingUpstream): Promise<{ run: ServiceRun; url: string }> {
+async function start(t: Test, ca: TestCa, upstream: MisbehavingUpstream, env: Record<string, string> = {}): Promise<{ run: ServiceRun; url: string }> {
   const port = await freePort()
   const run = runService(t, ['proxy'], {
     SERVICE_SERVER__PORT: String(port),
@@ -28,6 +30,7 @@ async function start(t: Test, ca: TestCa, upstream: MisbehavingUpstream): Promis
     SERVICE_MOUNTS__JS__UPSTREAMS__PUBLIC__CA_FILE: ca.caFile,
     SERVICE_MOUNTS__JS__UPSTREAMS__PUBLIC__ALLOW_INTERNAL_RANGES: '["127.0.0.0/8"]',
     SERVICE_MOUNTS__JS__RULES: '[{"rule":"AllowIfOlderThan","seconds":0}]',
+    ...env,
   })
   await run.waitForOutput('proxy listening')
   return { run, url: `http://127.0.0.1:${port}` }
@@ -100,6 +103,26 @@ t.test('drain', async (t) => {
     await live.body.dump()
     await inFlight
     t.equal((await run.exited).code, 0)
+  })
+
+  t.test('lame duck: new connections answered with Connection: close until the listener closes, then refused; exit 0', async (t) => {
+    const { run, url } = await start(t, ca, upstream, { SERVICE_SERVER__DRAIN_DELAY_SECONDS: '1.5' })
+    run.child.kill('SIGTERM')
+    await run.waitForOutput('drain started')
+    t.match(run.stdout(), /"delaySeconds":1\.5/)
+    const ready = await request(`${url}/readyz`)
+    t.equal(ready.statusCode, 503, '/readyz is 503 at once')
+    t.equal(ready.headers['connection'], 'close')
+    await ready.body.dump()
+    const live = await request(`${url}/livez`)
+    t.equal(live.statusCode, 200, 'a new connection is still accepted and answered')
+    t.equal(live.headers['connection'], 'close')
+    await live.body.dump()
+    await run.waitForOutput('listener closed')
+    const refused = await request(`${url}/livez`).then(() => 'answered', (error: NodeJS.ErrnoException) => error.code)
+    t.equal(refused, 'ECONNREFUSED', 'refused once the period is over')
+    t.same(await run.exited, { code: 0, signal: null })
+    t.match(run.stdout(), /drain completed/)
   })
 
   t.test('a second signal stops at once', async (t) => {

@@ -15,7 +15,12 @@ t.test('quiesce runs at drain start, before the door is idle; release after it',
   const events: string[] = []
   let idle!: () => void
   const whenIdle = new Promise<void>((resolve) => { idle = resolve })
-  const door = { inFlight: 1, startDraining: () => events.push('door draining'), whenIdle: () => whenIdle } as unknown as FrontDoor
+  const door = {
+    inFlight: 1,
+    startLameDuck: () => events.push('door draining'),
+    stopAccepting: () => events.push('listener closed'),
+    whenIdle: () => whenIdle,
+  } as unknown as FrontDoor
   const readiness = { startDraining: () => events.push('not ready') } as unknown as Readiness
   let exited: number | undefined
   const shutdown = new Shutdown({
@@ -26,9 +31,9 @@ t.test('quiesce runs at drain start, before the door is idle; release after it',
   })
   const drained = shutdown.drain('SIGTERM')
   await new Promise((resolve) => setImmediate(resolve))
-  t.same(events, ['not ready', 'door draining', 'quiesce'], 'receives stop while a request is still in flight')
+  t.same(events, ['not ready', 'door draining', 'quiesce', 'listener closed'], 'receives stop while a request is still in flight')
   idle()
   await drained
-  t.same(events, ['not ready', 'door draining', 'quiesce', 'release'])
+  t.same(events, ['not ready', 'door draining', 'quiesce', 'listener closed', 'release'])
   t.equal(exited, EXIT.OK)
 })
