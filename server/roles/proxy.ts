@@ -55,6 +55,7 @@ import { PublishTarget } from '../../engine/publish/publish-target.js'
 import { publicHasName } from '../../engine/publish/public-name-check.js'
 import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
 import { mountProbes } from '../routes/probes.js'
+import { hopMarker } from '../routes/hop-marker.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { attachAdvisoryConsumers, readsAdvisories, type AdvisoryConsumers } from './advisory-wiring.js'
 import { openObjectStore } from './object-store.js'
@@ -444,9 +445,4 @@ function structureLimits(limits: { maxVersionCount: number; maxArtifactCount: nu
 function siblingModule(relative: string): string {
   const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js'
   return new URL(`${relative}${extension}`, import.meta.url).href
-}
-
-/** The `Via` pseudonym of this deployment: every replica behind one base URL shares it. An HTTP token. */
-export function hopMarker(baseUrl: string): string {
-  return `registry-proxy.${new URL(baseUrl).host.replace(/[^A-Za-z0-9.-]/g, '-')}`
 }
