@@ -65,6 +65,7 @@ import { attachPyMount } from './py-wiring.js'
 import { mountClients } from './mount-clients.js'
 import { LargeReadBuffers } from '../../engine/upstream/http1/artifact-connection.js'
 import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
+import { structureLimits } from '../../engine/config/structure-limits.js'
 
 export const PROXY_LISTENING = 'proxy listening'
 export const ADVISORY_MAX_AGE = 'advisory database maximum age'
@@ -419,22 +420,6 @@ function mountPolicy(mount: MountConfig, ctx: RoleContext): MountPolicy {
       if (failing.length > 0) outage.observe(failing)
       else if (outcome.advisoryAnswered.length > 0) outage.observe(outcome.advisoryAnswered.map((rule) => ({ rule, cause: undefined })))
     },
-  }
-}
-
-/**
- * Automatic structural limits (SPEC.md 8 leaves them "not shown"): the
- * largest real packuments hold a few thousand versions; 50,000 versions or
- * artifacts is absurd for any real package and still far below what the
- * ingest ceiling lets through.
- */
-export const AUTOMATIC_MAX_VERSION_COUNT = 50_000
-export const AUTOMATIC_MAX_ARTIFACT_COUNT = 50_000
-
-function structureLimits(limits: { maxVersionCount: number; maxArtifactCount: number }): { maxVersionCount: number; maxArtifactCount: number } {
-  return {
-    maxVersionCount: limits.maxVersionCount === 0 ? AUTOMATIC_MAX_VERSION_COUNT : limits.maxVersionCount,
-    maxArtifactCount: limits.maxArtifactCount === 0 ? AUTOMATIC_MAX_ARTIFACT_COUNT : limits.maxArtifactCount,
   }
 }
 
