@@ -28,8 +28,6 @@ import { createEvaluator } from '../../engine/policy/evaluator.js'
 import { SkippedCheckRecord } from '../../engine/policy/skipped-check-record.js'
 import type { Decision, Evaluator, VersionFacts } from '../../engine/policy/decision.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
-import type { Queue } from '../../engine/queue/queue.js'
-import { SqsQueue } from '../../engine/queue/sqs-queue.js'
 import { EnqueueBuffer } from '../../engine/mirror/enqueue-buffer.js'
 import { DroppedVersionRecord } from '../../engine/packument/dropped-versions.js'
 import { inChildSpan } from '../../engine/telemetry/work-span.js'
@@ -61,6 +59,7 @@ import { attachAdvisoryConsumers, readsAdvisories, type AdvisoryConsumers } from
 import { openObjectStore } from './object-store.js'
 import { planFor } from './runtime-plan.js'
 import { attachMirrorWorker, type MirrorAttachment, type MirrorMountSource } from './mirror.js'
+import { openMirrorQueue } from './mirror-queue.js'
 import { attachPyMount } from './py-wiring.js'
 import { mountClients } from './mount-clients.js'
 import { LargeReadBuffers } from '../../engine/upstream/http1/artifact-connection.js'
@@ -357,35 +356,6 @@ interface MountPolicy {
   readonly observe: (outcome: Pick<PackumentOutcome, 'observations' | 'advisoryAnswered'>) => void
   /** One public artifact decision: outage tracking and the skipped-check warning (SPEC.md 3.3, 6.2). */
   readonly observeDecision: (facts: VersionFacts, decision: Decision) => void
-}
-
-/** No mirror target: a clean public relay enqueues nothing. */
-
-
-/**
- * The durable mirror queue, opened only when some mount has a mirror target:
- * without a consumer to back-fill, jobs would only pile up. Embedded: the
- * folder at `queue.path`, with a dead-letter queue beside it
- * (`<path>-dead-letter`) after `queue.maxReceiveCount` receives, so a job
- * that cannot succeed is kept for inspection rather than retried forever.
- * SQS: `queue.url`, consumed by `service mirror`.
- */
-async function openMirrorQueue(ctx: RoleContext): Promise<{ queue: Queue, close(): Promise<void> } | undefined> {
-  const { config, logger, clock } = ctx
-  if (!Object.values(config.mounts).some((m) => m?.mirror !== undefined)) return undefined
-  if (config.queue.kind === 'sqs') {
-    if (config.queue.url === undefined) throw new Error('queue.url is required when queue.kind is sqs')
-    const sqs = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock })
-    return { queue: sqs, close: () => sqs.close() }
-  }
-  const deadLetterQueue = await EmbeddedQueue.open({ dir: `${config.queue.path.replace(/[\\/]+$/, '')}-dead-letter`, clock, logger })
-  try {
-    const queue = await EmbeddedQueue.open({ dir: config.queue.path, clock, logger, redrive: { maxReceiveCount: config.queue.maxReceiveCount, deadLetterQueue } })
-    return { queue, close: async () => { await queue.close(); await deadLetterQueue.close() } }
-  } catch (error) {
-    await deadLetterQueue.close()
-    throw error
-  }
 }
 
 function mountPolicy(mount: MountConfig, ctx: RoleContext): MountPolicy {
