@@ -9,7 +9,6 @@ import { Piscina } from 'piscina'
 import { AdvisorySlot } from '../../engine/advisory/consumer/advisory-slot.js'
 import { combinedSnapshot, MetadataCache, REVALIDATED_RETENTION_MS, type MetadataCacheSnapshot } from '../../engine/cache/metadata-cache.js'
 import type { CacheBudget } from '../../engine/cache/cache-budget.js'
-import type { MountConfig } from '../../engine/config/config.js'
 import { MOUNT_KEYS, type MountKey } from '../../engine/config/schema.js'
 import { AdmissionGate } from '../../engine/memory/gate.js'
 import { logPlan } from '../../engine/memory/plan-report.js'
@@ -19,14 +18,10 @@ import { memoryInUseReader } from '../../engine/memory/cgroup.js'
 import { v8Limits } from '../../engine/memory/v8-limits.js'
 import { PACKUMENT_REVALIDATION_FAILED, PackumentService, type SelectedArtifact } from '../../engine/packument/packument-service.js'
 import { isServiceError } from '../../engine/errors.js'
-import type { PackumentOutcome } from '../../engine/packument/pipeline.js'
-import { maxAgeFor, needsAdvisoryDatabase } from '../../engine/policy/advisory-max-age.js'
-import { AdvisoryOutage } from '../../engine/policy/advisory-outage.js'
-import type { AdvisoryObservation } from '../../engine/policy/decision.js'
+import { needsAdvisoryDatabase } from '../../engine/policy/advisory-max-age.js'
+import { mountPolicy } from '../../engine/policy/mount-policy.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
-import { createEvaluator } from '../../engine/policy/evaluator.js'
-import { SkippedCheckRecord } from '../../engine/policy/skipped-check-record.js'
-import type { Decision, Evaluator, VersionFacts } from '../../engine/policy/decision.js'
+import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 import { EnqueueBuffer } from '../../engine/mirror/enqueue-buffer.js'
 import { DroppedVersionRecord } from '../../engine/packument/dropped-versions.js'
@@ -40,7 +35,6 @@ import { createBulkAuditHandler } from '../routes/audit-route.js'
 import { createSignatureHandlers } from '../routes/signature-routes.js'
 import { ownsName } from '../../engine/publish/publish-scope.js'
 import { ArtifactCounters } from '../routes/artifact-counters.js'
-import type { PolicyGateOptions } from '../../workers/policy-gate.js'
 import { FrontDoor } from '../http/front-door.js'
 import { Liveness } from '../health/liveness.js'
 import { Readiness } from '../health/readiness.js'
@@ -67,7 +61,6 @@ import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
 import { structureLimits } from '../../engine/config/structure-limits.js'
 
 export const PROXY_LISTENING = 'proxy listening'
-export const ADVISORY_MAX_AGE = 'advisory database maximum age'
 
 /** Entries bound of the shared metadata cache; the byte bound comes from the plan. */
 const CACHE_MAX_ENTRIES = 50_000
@@ -149,7 +142,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     const { privateClient, publicClient } = mountClients(jsMount, { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker, logger, largeReadBuffers })
     for (const client of [privateClient, publicClient]) if (client !== undefined) clients.push(client)
 
-    const policy = mountPolicy(jsMount, ctx)
+    const policy = mountPolicy({ ecosystem: 'js', rules: jsMount.rules, configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock })
     slots.set('js', policy.slot)
     const cache: MetadataCache<SelectedArtifact> = new MetadataCache<SelectedArtifact>({
       maxBytes: plan.cacheBudgetBytes.value,
@@ -171,7 +164,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       ...(ownedScopes.length === 0 ? {} : { ownsName: ownsName(ownedScopes) }),
       cache,
       clock,
-      generation: () => policy.slot.generation,
+      generation: policy.generation,
       observe: (outcome, packageName) => {
         policy.observe(outcome)
         if (outcome.counts.dropped > 0) dropped.record(packageName, outcome.dropped, outcome.counts.dropped)
@@ -222,7 +215,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     const publishScopes = jsMount.publish?.scopes ?? []
     const auditBulk = createBulkAuditHandler({
       database: () => policy.slot.database(),
-      maxAgeSeconds: maxAgeFor(jsMount.rules, config.advisories.maxAgeSeconds).seconds,
+      maxAgeSeconds: policy.maxAgeSeconds,
       isPrivate: ownsName(publishScopes),
       gate,
       clock,
@@ -283,17 +276,11 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   }
   const pyMount = config.mounts.py
   if (pyMount !== undefined) {
-    const policy = mountPolicy(pyMount, ctx)
+    const policy = mountPolicy({ ecosystem: 'py', rules: pyMount.rules, configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock })
     slots.set('py', policy.slot)
     const py = attachPyMount({
       door, config, mount: pyMount, pool, gate, gateModule, credentials, counters, marker, edge, logger, clock, largeReadBuffers,
-      policy: {
-        evaluator: policy.evaluator,
-        gateOptions: policy.gateOptions,
-        generation: () => policy.slot.generation,
-        observeDecision: policy.observeDecision,
-        observePage: policy.observe,
-      },
+      policy,
       maxResponseBytes: plan.maxResponseBytes.value,
       shareBudgetWith: caches[0],
       cacheBytes: plan.cacheBudgetBytes.value,
@@ -343,53 +330,6 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       await opened?.close()
     },
     metrics: () => Object.fromEntries(Object.entries(snapshots).map(([name, read]) => [name, read()])),
-  }
-}
-
-interface MountPolicy {
-  readonly slot: AdvisorySlot
-  readonly outage: AdvisoryOutage
-  /** The main thread's evaluator (artifact decisions); workers build their own from `gateOptions`. */
-  readonly evaluator: Evaluator
-  readonly gateOptions: () => PolicyGateOptions
-  /** A listing's decisions (outage tracking only: skipped-check warnings are for artifacts). */
-  readonly observe: (outcome: Pick<PackumentOutcome, 'observations' | 'advisoryAnswered'>) => void
-  /** One public artifact decision: outage tracking and the skipped-check warning (SPEC.md 3.3, 6.2). */
-  readonly observeDecision: (facts: VersionFacts, decision: Decision) => void
-}
-
-function mountPolicy(mount: MountConfig, ctx: RoleContext): MountPolicy {
-  const { config, logger, clock } = ctx
-  const maxAge = maxAgeFor(mount.rules, config.advisories.maxAgeSeconds)
-  logger.info(ADVISORY_MAX_AGE, { ecosystem: mount.key, seconds: maxAge.seconds, origin: maxAge.origin })
-  const slot = new AdvisorySlot()
-  const skipped = new SkippedCheckRecord({ ecosystem: mount.key, logger })
-  const outage = new AdvisoryOutage({ ecosystem: mount.key, logger, clock, onRecovered: () => skipped.clear() })
-  const evaluator = createEvaluator(mount.rules, { ecosystem: mount.key, database: () => slot.database(), clock, maxAgeSeconds: maxAge.seconds })
-  return {
-    slot,
-    outage,
-    evaluator,
-    observeDecision: (facts, decision) => {
-      if (decision.advisory.length > 0) outage.observe(decision.advisory)
-      skipped.admitted(facts, decision)
-    },
-    gateOptions: () => {
-      const serving = slot.serving
-      return {
-        generation: slot.generation,
-        ecosystem: mount.key,
-        rules: mount.rules,
-        maxAgeSeconds: maxAge.seconds,
-        advisory: serving === undefined ? undefined : { shared: serving.shared, publishedAt: serving.publishedAt?.getTime() },
-      }
-    },
-    observe: (outcome) => {
-      const failing: AdvisoryObservation[] = []
-      for (const { decision } of outcome.observations) for (const o of decision.advisory) if (o.cause !== undefined) failing.push(o)
-      if (failing.length > 0) outage.observe(failing)
-      else if (outcome.advisoryAnswered.length > 0) outage.observe(outcome.advisoryAnswered.map((rule) => ({ rule, cause: undefined })))
-    },
   }
 }
 

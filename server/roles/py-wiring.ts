@@ -2,7 +2,8 @@
  * The `py` mount's part of the proxy's composition (issue 16), called once
  * by startProxy: its upstream clients, its project-page service on the
  * shared pool and cache budget, and its routes. The policy (rules, advisory
- * slot, outage tracking) comes from the same per-mount builder as `/js`.
+ * slot, outage tracking) is built by the root with engine/policy/mount-policy.ts,
+ * as `/js`'s is.
  */
 import type { Piscina } from 'piscina'
 import { MetadataCache } from '../../engine/cache/metadata-cache.js'
@@ -12,7 +13,7 @@ import type { Config, MountConfig } from '../../engine/config/config.js'
 import type { Logger } from '../../engine/log/logger.js'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
 import type { AdmissionGate } from '../../engine/memory/gate.js'
-import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import type { MountPolicy } from '../../engine/policy/mount-policy.js'
 import { metadataUrl, type FileRequestKind } from '../../engine/pypi/file-url.js'
 import type { PageFile } from '../../engine/pypi/project-page.js'
 import { ProjectPageRecord } from '../../engine/pypi/project-page-record.js'
@@ -25,20 +26,11 @@ import type { LargeReadBuffers } from '../../engine/upstream/http1/artifact-conn
 import { mountClients } from './mount-clients.js'
 import { runPyPageTask } from '../../workers/py-page-client.js'
 import type { PyPageOutcome } from '../../workers/py-page-task.js'
-import type { PolicyGateOptions } from '../../workers/policy-gate.js'
 import type { EdgeAuth } from '../http/edge-auth.js'
 import type { FrontDoor } from '../http/front-door.js'
 import { ArtifactCounters } from '../routes/artifact-counters.js'
 import { createArtifactHandler, type SelectedArtifact } from '../routes/artifact-route.js'
 import { mountPy, type FileHandler } from '../routes/py-mount.js'
-
-export interface PyPolicy {
-  readonly evaluator: { evaluate(facts: VersionFacts, phase: 'admission'): Decision }
-  readonly gateOptions: () => PolicyGateOptions
-  readonly generation: () => number
-  readonly observeDecision: (facts: VersionFacts, decision: Decision) => void
-  readonly observePage: (outcome: PyPageOutcome) => void
-}
 
 export interface AttachPyOptions {
   readonly door: FrontDoor
@@ -46,7 +38,7 @@ export interface AttachPyOptions {
   readonly mount: MountConfig
   readonly pool: Piscina
   readonly gate: AdmissionGate
-  readonly policy: PyPolicy
+  readonly policy: MountPolicy
   readonly gateModule: string
   readonly credentials: CredentialRegistry
   readonly counters: UpstreamFetchCounters
@@ -137,7 +129,7 @@ export function attachPyMount(o: AttachPyOptions): PyAttachment {
     clock: o.clock,
     generation: o.policy.generation,
     observe: (outcome, project) => {
-      o.policy.observePage(outcome)
+      o.policy.observe(outcome)
       record.record(project, outcome.counts, outcome.mismatches)
     },
     render: (job) => runPyPageTask(o.pool, {
