@@ -26,6 +26,7 @@ import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 import { EnqueueBuffer } from '../../engine/mirror/enqueue-buffer.js'
 import { DroppedVersionRecord } from '../../engine/packument/dropped-versions.js'
 import { inChildSpan } from '../../engine/telemetry/work-span.js'
+import { readSnapshot, SNAPSHOT_KEYS, type SnapshotReaders } from '../../engine/telemetry/snapshot-keys.js'
 import { runCompressTask } from '../../workers/compress-client.js'
 import { runPackumentTask } from '../../workers/packument-client.js'
 import { heapReportWorkerData } from '../../workers/heap-report.js'
@@ -97,10 +98,10 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const counters = new UpstreamFetchCounters()
   const clients: { close(): Promise<void> }[] = []
 
-  const snapshots: Record<string, () => unknown> = {
-    'service.serve.admission.memory': () => gate.snapshot(),
-    'service.runtime.heaps': () => sampler.heaps,
-    'service.upstream.fetch.errors': () => counters.snapshot(),
+  const snapshots: SnapshotReaders = {
+    [SNAPSHOT_KEYS.admissionMemory]: () => gate.snapshot(),
+    [SNAPSHOT_KEYS.runtimeHeaps]: () => sampler.heaps,
+    [SNAPSHOT_KEYS.upstreamFetchErrors]: () => counters.snapshot(),
   }
   const jsMount = config.mounts.js
   // Upstream credential providers (SPEC.md 5.5): one source per name, shared, primed once at boot.
@@ -108,18 +109,18 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const credentialNames = [...new Set([jsMount?.upstreams.private?.credential, jsMount?.publish?.credential, jsMount?.mirror?.credential, config.mounts.py?.upstreams.private?.credential, config.mounts.py?.mirror?.credential].filter((n): n is string => n !== undefined))]
   if (credentialNames.length > 0) {
     await credentials.prime(credentialNames)
-    snapshots['service.credential'] = () => credentials.counters.snapshot()
+    snapshots[SNAPSHOT_KEYS.credential] = () => credentials.counters.snapshot()
   }
   const opened = await openMirrorQueue(ctx)
   const queue = opened?.queue
   const embedded = queue instanceof EmbeddedQueue ? queue : undefined
   if (embedded !== undefined) {
     readiness.addCondition('queue', () => (embedded.health().writable ? undefined : 'journal_unwritable'))
-    snapshots['service.mirror.queue'] = () => embedded.stats()
+    snapshots[SNAPSHOT_KEYS.mirrorQueue] = () => embedded.stats()
   }
   // Serve-then-enqueue through a small bounded buffer: a slow queue never holds a response or the heap (issue 12).
   const enqueueBuffer = queue === undefined ? undefined : new EnqueueBuffer({ queue, logger, capacity: plan.enqueueBuffer.jobs.value })
-  if (enqueueBuffer !== undefined) snapshots['service.mirror.enqueue'] = () => enqueueBuffer.stats()
+  if (enqueueBuffer !== undefined) snapshots[SNAPSHOT_KEYS.mirrorEnqueue] = () => enqueueBuffer.stats()
   let mirrorWorker: MirrorAttachment | undefined
   // Embedded queue: this process owns its folder, so it runs the worker too, for every mount with a mirror target (SQS: `service mirror` does).
   const mirrorSources: MirrorMountSource[] = []
@@ -132,12 +133,12 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   mountProbes(door, liveness, readiness)
   // One cache budget for the process (cache.maxBytes); each mount keeps its own entries in it.
   const caches: { snapshot(): MetadataCacheSnapshot, readonly budget: CacheBudget }[] = []
-  snapshots['service.metadata_cache'] = () => combinedSnapshot(caches)
+  snapshots[SNAPSHOT_KEYS.metadataCache] = () => combinedSnapshot(caches)
   const gateModule = siblingModule('../../workers/policy-gate')
   const edge = edgeAuthFor(config.server.edgeTokens)
   // One set of large artifact read buffers for every upstream of every mount, bounded by the plan.
   const largeReadBuffers = new LargeReadBuffers(plan.artifactReadBuffers.value)
-  snapshots['service.artifact.read_buffers'] = () => largeReadBuffers.snapshot()
+  snapshots[SNAPSHOT_KEYS.artifactReadBuffers] = () => largeReadBuffers.snapshot()
   if (jsMount !== undefined) {
     const { privateClient, publicClient } = mountClients(jsMount, { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker, logger, largeReadBuffers })
     for (const client of [privateClient, publicClient]) if (client !== undefined) clients.push(client)
@@ -154,7 +155,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     })
     caches.push(cache)
     const dropped = new DroppedVersionRecord({ logger, ecosystem: 'js' })
-    snapshots['service.packument.versions.dropped'] = () => dropped.snapshot()
+    snapshots[SNAPSHOT_KEYS.packumentVersionsDropped] = () => dropped.snapshot()
     // First-party names (inside publish.scopes) never take public versions: the dependency-confusion guard.
     const ownedScopes = jsMount.publish?.scopes ?? []
     const service = new PackumentService({
@@ -195,9 +196,9 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
         signal: job.signal,
       }),
     })
-    snapshots['service.packument.revalidations'] = () => service.revalidations.snapshot()
+    snapshots[SNAPSHOT_KEYS.packumentRevalidations] = () => service.revalidations.snapshot()
     const artifactCounters = new ArtifactCounters()
-    snapshots['service.artifact'] = () => artifactCounters.snapshot()
+    snapshots[SNAPSHOT_KEYS.artifact] = () => artifactCounters.snapshot()
     // A public artifact decision takes the gate's entry step (SPEC.md 8.1); a private hit never gets here.
     const selectVersion = async (packageName: string, filename: string, signal: AbortSignal): Promise<RouteSelection | undefined> => {
       // The wait at the gate is a span of its own inside the request's, as on the packument route.
@@ -249,7 +250,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     })
     if (publishTarget !== undefined) clients.push(publishTarget)
     const publishCounters = new PublishCounters()
-    if (publish !== undefined) snapshots['service.publish'] = () => publishCounters.snapshot()
+    if (publish !== undefined) snapshots[SNAPSHOT_KEYS.publish] = () => publishCounters.snapshot()
     mountJs(door, {
       hopMarker: marker,
       edge,
@@ -296,7 +297,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   mountFallback(door)
   if (embedded !== undefined && mirrorSources.length > 0) {
     mirrorWorker = await attachMirrorWorker({ config, logger, clock, queue: embedded, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate })
-    snapshots['service.mirror.jobs.processed'] = () => mirrorWorker?.counters.snapshot()
+    snapshots[SNAPSHOT_KEYS.mirrorJobsProcessed] = () => mirrorWorker?.counters.snapshot()
   }
 
   // Each mount whose rules read the advisory database polls the store for Pilot's artifact (SPEC.md 3.1, 3.4).
@@ -305,8 +306,8 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     ? attachAdvisoryConsumers({ config, logger, clock, readiness, slots, store: await openObjectStore(config.store, clock) })
     : undefined
   if (advisories !== undefined) {
-    snapshots['service.advisory.source.age.seconds'] = () => advisories.ages()
-    snapshots['service.advisory.database.age.seconds'] = () => advisories.databaseAges()
+    snapshots[SNAPSHOT_KEYS.advisorySourceAge] = () => advisories.ages()
+    snapshots[SNAPSHOT_KEYS.advisoryDatabaseAge] = () => advisories.databaseAges()
   }
 
   const port = await door.listen()
@@ -329,7 +330,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       await pool.destroy()
       await opened?.close()
     },
-    metrics: () => Object.fromEntries(Object.entries(snapshots).map(([name, read]) => [name, read()])),
+    metrics: () => readSnapshot(snapshots),
   }
 }
 

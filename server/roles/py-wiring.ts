@@ -19,6 +19,7 @@ import type { PageFile } from '../../engine/pypi/project-page.js'
 import { ProjectPageRecord } from '../../engine/pypi/project-page-record.js'
 import { ProjectService, type PageOutcome } from '../../engine/pypi/project-service.js'
 import { DEFAULT_READ_LIMITS, type Hashes } from '../../engine/pypi/simple-model.js'
+import { SNAPSHOT_KEYS, type SnapshotReaders } from '../../engine/telemetry/snapshot-keys.js'
 import type { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
 import type { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
@@ -68,7 +69,7 @@ export interface PyAttachment {
   /** The public leg's client, whose egress policy the mirror worker's fetches share. */
   readonly publicClient: UpstreamClient | undefined
   readonly cache: MetadataCache<PageFile>
-  readonly snapshots: Readonly<Record<string, () => unknown>>
+  readonly snapshots: SnapshotReaders
 }
 
 /** A digest set as SRI (the strongest SHA-2 it has) and a sha1 shasum, the shapes the integrity floor reads. */
@@ -207,8 +208,8 @@ export function attachPyMount(o: AttachPyOptions): PyAttachment {
     publicClient,
     cache,
     snapshots: {
-      'service.pypi.files': () => record.snapshot(),
-      'service.pypi.artifact': () => artifactCounters.snapshot(),
+      [SNAPSHOT_KEYS.pypiFiles]: () => record.snapshot(),
+      [SNAPSHOT_KEYS.pypiArtifact]: () => artifactCounters.snapshot(),
     },
   }
 }
