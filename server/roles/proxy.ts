@@ -11,13 +11,15 @@ import { Piscina } from 'piscina'
 import { AdvisorySlot } from '../../engine/advisory/consumer/advisory-slot.js'
 import { CacheBudget } from '../../engine/cache/cache-budget.js'
 import { combinedSnapshot, type MetadataCacheSnapshot } from '../../engine/cache/metadata-cache.js'
+import type { Config } from '../../engine/config/config.js'
 import { MOUNT_KEYS, type MountKey } from '../../engine/config/schema.js'
+import type { Logger } from '../../engine/log/logger.js'
 import { memoryInUseReader } from '../../engine/memory/cgroup.js'
 import { AdmissionGate } from '../../engine/memory/gate.js'
 import { logPlan } from '../../engine/memory/plan-report.js'
 import { BudgetSampler } from '../../engine/memory/sampler.js'
 import { ThreadHeapBoard } from '../../engine/memory/thread-heaps.js'
-import { v8Limits } from '../../engine/memory/v8-limits.js'
+import { v8Limits, type V8Limits } from '../../engine/memory/v8-limits.js'
 import { EnqueueBuffer } from '../../engine/mirror/enqueue-buffer.js'
 import { needsAdvisoryDatabase } from '../../engine/policy/advisory-max-age.js'
 import { mountPolicy } from '../../engine/policy/mount-policy.js'
@@ -54,6 +56,7 @@ const ATTACH = { js: attachJsMount, py: attachPyMount } as const
 
 export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const { config, logger, clock } = ctx
+  const drainMs = config.server.shutdownDrainTimeout * 1000
   const plan = await planFor(config)
   logPlan(plan, logger)
   const limits = v8Limits(plan)
@@ -62,20 +65,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const threadHeaps = new ThreadHeapBoard(limits.poolThreads * 2)
   const sampler = new BudgetSampler({ gate, plan, readMemoryInUse: memoryInUseReader(config.runtime.cgroupPath), readThreadHeaps: () => threadHeaps.readings() })
   sampler.start()
-
-  // Threads past the first retire when idle and return their heaps; a task paused on its response charge holds no thread (engine/memory/v8-limits.ts says why).
-  const pool = new Piscina({
-    filename: siblingModule('../../workers/packument-task'),
-    minThreads: limits.poolMinThreads,
-    maxThreads: limits.poolThreads,
-    idleTimeout: limits.poolIdleTimeoutMs,
-    // An idle thread must keep its event loop: Atomics.wait would stop its heap report and V8's memory reducer.
-    atomics: 'disabled',
-    resourceLimits: limits.workerResourceLimits,
-    workerData: heapReportWorkerData(threadHeaps),
-  })
-  pool.on('error', (error: unknown) => logger.error('packument worker failed', { error: String(error) }))
-  pool.on('workerDestroy', (worker: { id: number }) => threadHeaps.release(worker.id))
+  const pool = packumentPool(limits, threadHeaps, logger)
 
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()
@@ -88,7 +78,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   }
   // Upstream credential providers (SPEC.md 5.5): one source per name, shared, primed once at boot.
   const credentials = new CredentialRegistry(config.credentials, clock)
-  const credentialNames = [...new Set([config.mounts.js?.upstreams.private?.credential, config.mounts.js?.publish?.credential, config.mounts.js?.mirror?.credential, config.mounts.py?.upstreams.private?.credential, config.mounts.py?.mirror?.credential].filter((n): n is string => n !== undefined))]
+  const credentialNames = proxyCredentialNames(config)
   if (credentialNames.length > 0) {
     await credentials.prime(credentialNames)
     snapshots[SNAPSHOT_KEYS.credential] = () => credentials.counters.snapshot()
@@ -102,10 +92,6 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   // Serve-then-enqueue through a small bounded buffer: a slow queue never holds a response or the heap (issue 12).
   const enqueueBuffer = opened === undefined ? undefined : new EnqueueBuffer({ queue: opened.queue, logger, capacity: plan.enqueueBuffer.jobs.value })
   if (enqueueBuffer !== undefined) snapshots[SNAPSHOT_KEYS.mirrorEnqueue] = () => enqueueBuffer.stats()
-  for (const key of MOUNT_KEYS) {
-    const mount = config.mounts[key]
-    if (mount !== undefined) readiness.addMount(key, needsAdvisoryDatabase(mount.rules))
-  }
   mountProbes(door, liveness, readiness)
 
   const parts: ProcessParts = {
@@ -125,6 +111,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]
     if (mount === undefined) continue
+    readiness.addMount(key, needsAdvisoryDatabase(mount.rules))
     const policy = mountPolicy({ ecosystem: key, rules: mount.rules, configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock })
     slots.set(key, policy.slot)
     const attached = ATTACH[key]({ ...parts, mount, policy, enqueue: mount.mirror === undefined ? undefined : enqueueBuffer?.enqueue })
@@ -155,21 +142,42 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     door,
     readiness,
     liveness,
-    quiesce: () => { void mirrorWorker?.stop(config.server.shutdownDrainTimeout * 1000) },
+    quiesce: () => { void mirrorWorker?.stop(drainMs) },
     release: async () => {
       sampler.stop()
       await advisories?.stop()
       // One drain bound for both, not one after the other (the worker has been stopping since the drain began).
-      await Promise.all([
-        mirrorWorker?.stop(config.server.shutdownDrainTimeout * 1000),
-        enqueueBuffer?.close(config.server.shutdownDrainTimeout * 1000),
-      ])
+      await Promise.all([mirrorWorker?.stop(drainMs), enqueueBuffer?.close(drainMs)])
       await Promise.allSettled(clients.map((c) => c.close()))
       await pool.destroy()
       await opened?.close()
     },
     metrics: () => readSnapshot(snapshots),
   }
+}
+
+/** Every credential name the proxy's mounts use: their private upstreams', the publish target's and the mirror targets' (SPEC.md 5.5). */
+function proxyCredentialNames(config: Config): string[] {
+  const { js, py } = config.mounts
+  const names = [js?.upstreams.private?.credential, js?.publish?.credential, js?.mirror?.credential, py?.upstreams.private?.credential, py?.mirror?.credential]
+  return [...new Set(names.filter((n): n is string => n !== undefined))]
+}
+
+/** The packument pool: threads past the first retire when idle and return their heaps; a task paused on its response charge holds no thread (engine/memory/v8-limits.ts says why). */
+function packumentPool(limits: V8Limits, threadHeaps: ThreadHeapBoard, logger: Logger): Piscina {
+  const pool = new Piscina({
+    filename: siblingModule('../../workers/packument-task'),
+    minThreads: limits.poolMinThreads,
+    maxThreads: limits.poolThreads,
+    idleTimeout: limits.poolIdleTimeoutMs,
+    // An idle thread must keep its event loop: Atomics.wait would stop its heap report and V8's memory reducer.
+    atomics: 'disabled',
+    resourceLimits: limits.workerResourceLimits,
+    workerData: heapReportWorkerData(threadHeaps),
+  })
+  pool.on('error', (error: unknown) => logger.error('packument worker failed', { error: String(error) }))
+  pool.on('workerDestroy', (worker: { id: number }) => threadHeaps.release(worker.id))
+  return pool
 }
 
 /**
