@@ -5,7 +5,7 @@
  * and its routes (SPEC.md 4.1-4.4). The policy is built by the root with
  * engine/policy/mount-policy.ts.
  */
-import { MetadataCache, REVALIDATED_RETENTION_MS } from '../../engine/cache/metadata-cache.js'
+import { REVALIDATED_RETENTION_MS } from '../../engine/cache/metadata-cache.js'
 import { structureLimits } from '../../engine/config/structure-limits.js'
 import { isServiceError } from '../../engine/errors.js'
 import { DroppedVersionRecord } from '../../engine/packument/dropped-versions.js'
@@ -28,16 +28,12 @@ import { createPublishHandler } from '../routes/publish-route.js'
 import { createSignatureHandlers } from '../routes/signature-routes.js'
 import { createWhyHandler } from '../routes/why-route.js'
 import { mountClients } from './mount-clients.js'
-import type { MountAttachment, MountWiringOptions } from './mount-wiring.js'
+import { mountCache, type MountAttachment, type MountWiringOptions } from './mount-wiring.js'
 
 export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedArtifact> {
   const { mount, config, policy, gate, logger, clock } = o
   const { privateClient, publicClient } = mountClients(mount, o.upstreams)
-  const cache = new MetadataCache<SelectedArtifact>({
-    maxBytes: o.cacheBudget.maxBytes,
-    maxEntries: o.cacheBudget.maxEntries,
-    shareBudgetWith: { budget: o.cacheBudget },
-    clock,
+  const cache = mountCache<SelectedArtifact>(o, {
     selectedVersionSize: (v) => 256 + v.tarball.length + (v.integrity?.length ?? 0) + v.filename.length,
     // Answers are revalidated (PackumentService `revalidation`): kept for their validators beyond their fresh minutes.
     assembledTtlMs: REVALIDATED_RETENTION_MS,

@@ -1,11 +1,12 @@
 /**
  * What the proxy root hands each mount's wiring (`attachJsMount`,
  * `attachPyMount`) and what it gets back: the two ecosystems are attached
- * the same way, so the root treats them alike.
+ * the same way, so the root treats them alike; and the one helper both use
+ * to make their metadata cache in the process's budget.
  */
 import type { Piscina } from 'piscina'
 import type { CacheBudget } from '../../engine/cache/cache-budget.js'
-import type { MetadataCache } from '../../engine/cache/metadata-cache.js'
+import { MetadataCache, type MetadataCacheOptions } from '../../engine/cache/metadata-cache.js'
 import type { Clock } from '../../engine/clock.js'
 import type { Config, MountConfig } from '../../engine/config/config.js'
 import type { Logger } from '../../engine/log/logger.js'
@@ -55,4 +56,10 @@ export interface MountAttachment<Selected> {
   readonly publicClient: UpstreamClient | undefined
   readonly cache: MetadataCache<Selected>
   readonly snapshots: SnapshotReaders
+}
+
+/** A mount's metadata cache, its entries kept in the process's one budget (SPEC.md 6.3). */
+export function mountCache<Selected>(parts: ProcessParts, options: Pick<MetadataCacheOptions<Selected>, 'selectedVersionSize' | 'assembledTtlMs'>): MetadataCache<Selected> {
+  const budget = parts.cacheBudget
+  return new MetadataCache<Selected>({ ...options, maxBytes: budget.maxBytes, maxEntries: budget.maxEntries, shareBudgetWith: { budget }, clock: parts.clock })
 }

@@ -4,7 +4,6 @@
  * project-page service on the shared pool and cache budget, and its routes.
  * The policy is built by the root with engine/policy/mount-policy.ts.
  */
-import { MetadataCache } from '../../engine/cache/metadata-cache.js'
 import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
 import { metadataUrl, type FileRequestKind } from '../../engine/pypi/file-url.js'
 import type { PageFile } from '../../engine/pypi/project-page.js'
@@ -19,7 +18,7 @@ import { ArtifactCounters } from '../routes/artifact-counters.js'
 import { createArtifactHandler, type SelectedArtifact } from '../routes/artifact-route.js'
 import { mountPy, type FileHandler } from '../routes/py-mount.js'
 import { mountClients } from './mount-clients.js'
-import type { MountAttachment, MountWiringOptions } from './mount-wiring.js'
+import { mountCache, type MountAttachment, type MountWiringOptions } from './mount-wiring.js'
 
 /** A digest set as SRI (the strongest SHA-2 it has) and a sha1 shasum, the shapes the integrity floor reads. */
 export function integrityOf(hashes: Hashes): { integrity: string | undefined, shasum: string | undefined } {
@@ -63,11 +62,7 @@ function upstreamOf(file: PageFile, kind: FileRequestKind): string | undefined {
 export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> {
   const { mount, config, policy, gate, logger, clock } = o
   const { privateClient, publicClient } = mountClients(mount, o.upstreams)
-  const cache = new MetadataCache<PageFile>({
-    maxBytes: o.cacheBudget.maxBytes,
-    maxEntries: o.cacheBudget.maxEntries,
-    shareBudgetWith: { budget: o.cacheBudget },
-    clock,
+  const cache = mountCache<PageFile>(o, {
     selectedVersionSize: (f) => 256 + f.filename.length * 2 + f.url.length * 2 + (f.provenance?.length ?? 0) * 2,
   })
   const record = new ProjectPageRecord(logger)
