@@ -13,17 +13,8 @@ import { openSharedAdvisoryArtifact } from '../engine/advisory/artifact/compiled
 import type { AdvisoryDatabase, Ecosystem } from '../engine/advisory/artifact/database.js'
 import type { Decide } from '../engine/packument/merge.js'
 import type { VersionFacts } from '../engine/policy/decision.js'
+import type { PolicyGateOptions } from '../engine/policy/mount-policy.js'
 import { createEvaluator } from '../engine/policy/evaluator.js'
-import type { RuleConfig } from '../engine/policy/rule-schema.js'
-
-export interface PolicyGateOptions {
-  /** Changes whenever `rules` or `advisory` change. */
-  readonly generation: number
-  readonly ecosystem: Ecosystem
-  readonly rules: readonly RuleConfig[]
-  readonly maxAgeSeconds: number
-  readonly advisory: { readonly shared: SharedArrayBuffer; readonly publishedAt: number | undefined } | undefined
-}
 
 interface Built {
   readonly generation: number

@@ -5,8 +5,6 @@
  */
 import { INVENTORIES, type InventoryName } from './npm-inventory.js'
 
-export const DREDGER_REMOVALS_METRIC = 'service.dredger.removals'
-
 export const REMOVAL_RESULTS = [
   /** The version's tarball and its document entry are gone. */
   'removed',

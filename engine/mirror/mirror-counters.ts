@@ -4,8 +4,6 @@
  * `snapshot()` (through RunningRole.metrics); nothing here exports anything,
  * so the telemetry issue can back it with an OpenTelemetry counter later.
  */
-export const MIRROR_JOBS_PROCESSED_METRIC = 'service.mirror.jobs.processed'
-
 export const MIRROR_RESULTS = [
   /** Published to the mirror target. */
   'mirrored',

@@ -16,6 +16,7 @@
  * prometheus-views.ts for the semantic-convention histograms).
  */
 import type { Attributes } from '@opentelemetry/api'
+import { SNAPSHOT_KEYS, type SnapshotKey } from './snapshot-keys.js'
 
 export type MetricKind = 'counter' | 'gauge'
 
@@ -34,8 +35,13 @@ export type RoleSnapshot = Readonly<Record<string, unknown>>
 
 type Numbers = Readonly<Record<string, unknown>>
 
-function part(snapshot: RoleSnapshot, key: string): Numbers | undefined {
-  const value = snapshot[key]
+/** The part of a role snapshot under `key`, when it holds an object. */
+function part(snapshot: RoleSnapshot, key: SnapshotKey): Numbers | undefined {
+  return objectAt(snapshot, key)
+}
+
+function objectAt(from: Numbers | undefined, key: string): Numbers | undefined {
+  const value = from?.[key]
   return typeof value === 'object' && value !== null ? value as Numbers : undefined
 }
 
@@ -45,7 +51,7 @@ function numberAt(from: Numbers | undefined, key: string): number | undefined {
 }
 
 /** One gauge or counter read from a field of a snapshot part. */
-function field(name: string, kind: MetricKind, unit: string, description: string, key: string, fieldName: string): MetricSpec {
+function field(name: string, kind: MetricKind, unit: string, description: string, key: SnapshotKey, fieldName: string): MetricSpec {
   return {
     name, kind, unit, description,
     read: (snapshot, observe) => {
@@ -56,7 +62,7 @@ function field(name: string, kind: MetricKind, unit: string, description: string
 }
 
 /** A counter whose label values are the keys of a snapshot part (`{ cause: count }`), every key observed. */
-function labelled(name: string, unit: string, description: string, key: string, label: string): MetricSpec {
+function labelled(name: string, unit: string, description: string, key: SnapshotKey, label: string): MetricSpec {
   return {
     name, kind: 'counter', unit, description,
     read: (snapshot, observe) => {
@@ -69,13 +75,13 @@ function labelled(name: string, unit: string, description: string, key: string, 
   }
 }
 
-const GATE = 'service.serve.admission.memory'
-const READ_BUFFERS = 'service.artifact.read_buffers'
-const CREDENTIAL = 'service.credential'
+const GATE = SNAPSHOT_KEYS.admissionMemory
+const READ_BUFFERS = SNAPSHOT_KEYS.artifactReadBuffers
+const CREDENTIAL = SNAPSHOT_KEYS.credential
 /** SPEC.md 5.5 provider labels, and the refresh results (engine/upstream/credentials/credential-counters.ts). */
 const CREDENTIAL_PROVIDERS = ['registry', 'managedRepo', 'selfHosted'] as const
 const REFRESH_RESULTS = ['success', 'failure'] as const
-const PUBLISH = 'service.publish'
+const PUBLISH = SNAPSHOT_KEYS.publish
 /** The target's status classes a relay is counted under (engine/publish/publish-counters.ts). */
 const PUBLISH_STATUS_CLASSES = ['2xx', '4xx', '5xx'] as const
 /** The codes the publish route refuses with (server/routes/publish-route.ts); another code gets its series when it first happens. */
@@ -83,15 +89,13 @@ const PUBLISH_REFUSALS = [
   'BAD_PACKAGE_NAME', 'PUBLISH_OUTSIDE_SCOPES', 'PUBLISH_NAME_MISMATCH', 'PUBLISH_SHADOWS_PUBLIC', 'PUBLISH_PUBLIC_UNAVAILABLE',
   'PUBLISH_BODY_TOO_LARGE', 'PUBLISH_DOCUMENT_INVALID', 'PUBLISH_METADATA_CHANGE', 'PUBLISH_TARGET_UNAVAILABLE', 'GATE_SHED',
 ] as const
-const CACHE = 'service.metadata_cache'
+const CACHE = SNAPSHOT_KEYS.metadataCache
 const CACHE_RESULTS = ['hit', 'miss', 'collapsed'] as const
 const CACHE_STORES = ['full', 'version', 'assembled'] as const
 type CacheStore = (typeof CACHE_STORES)[number]
 
 function cacheStore(snapshot: RoleSnapshot, store: CacheStore): Numbers | undefined {
-  const cache = part(snapshot, CACHE)
-  const value = cache?.[store]
-  return typeof value === 'object' && value !== null ? value as Numbers : undefined
+  return objectAt(part(snapshot, CACHE), store)
 }
 
 function cacheRequests(name: string, store: CacheStore, what: string): MetricSpec {
@@ -117,12 +121,12 @@ function cacheResident(name: string, store: CacheStore, what: string): MetricSpe
   }
 }
 
-/** A gauge of seconds per ecosystem, read from the role snapshot part of the same name. */
-function ageByEcosystem(name: string, description: string): MetricSpec {
+/** A gauge of seconds per ecosystem, named as the role snapshot part it reads. */
+function ageByEcosystem(key: SnapshotKey, description: string): MetricSpec {
   return {
-    name, kind: 'gauge', unit: 's', description,
+    name: key, kind: 'gauge', unit: 's', description,
     read: (snapshot, observe) => {
-      const ages = part(snapshot, name)
+      const ages = part(snapshot, key)
       if (ages === undefined) return
       for (const [ecosystem, age] of Object.entries(ages)) if (typeof age === 'number') observe(age, { ecosystem })
     },
@@ -173,8 +177,8 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
   field('service.serve.admission.memory.overdraws', 'counter', '{step}', 'steps taken past the budget', GATE, 'overdraws'),
 
   // Advisory data freshness (SPEC.md 3.5, 6.3).
-  ageByEcosystem('service.advisory.source.age.seconds', 'age of the serving advisory push, by ecosystem; absent before the first sync'),
-  ageByEcosystem('service.advisory.database.age.seconds', 'age of the serving advisory database since its compile, by ecosystem; nothing while no artifact has loaded'),
+  ageByEcosystem(SNAPSHOT_KEYS.advisorySourceAge, 'age of the serving advisory push, by ecosystem; absent before the first sync'),
+  ageByEcosystem(SNAPSHOT_KEYS.advisoryDatabaseAge, 'age of the serving advisory database since its compile, by ecosystem; nothing while no artifact has loaded'),
 
   // Upstream credentials (SPEC.md 5.5): the role's 'service.credential' part
   // is `{ refresh: { '<provider>.<result>': n }, ttlSeconds: { <provider>: s } }`.
@@ -182,7 +186,7 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
     name: 'service.credential.token.ttl.seconds', kind: 'gauge', unit: 's',
     description: 'shortest remaining lifetime among observed expiring credentials, by provider; whole seconds, zero when expired',
     read: (snapshot, observe) => {
-      const ttl = part(part(snapshot, CREDENTIAL) ?? {}, 'ttlSeconds')
+      const ttl = objectAt(part(snapshot, CREDENTIAL), 'ttlSeconds')
       if (ttl === undefined) return
       for (const [provider, seconds] of Object.entries(ttl)) if (typeof seconds === 'number') observe(seconds, { provider })
     },
@@ -191,7 +195,7 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
     name: 'service.credential.refresh', kind: 'counter', unit: '{refresh}',
     description: 'completed credential refresh attempts by provider and result',
     read: (snapshot, observe) => {
-      const refresh = part(part(snapshot, CREDENTIAL) ?? {}, 'refresh')
+      const refresh = objectAt(part(snapshot, CREDENTIAL), 'refresh')
       if (refresh === undefined) return
       // Every provider label and result from boot, so a rate alert never starts from a missing series.
       for (const provider of CREDENTIAL_PROVIDERS) {
@@ -208,8 +212,8 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
     read: (snapshot, observe) => {
       const publish = part(snapshot, PUBLISH)
       if (publish === undefined) return
-      const relayed = part(publish, 'relayed') ?? {}
-      const refused = part(publish, 'refused') ?? {}
+      const relayed = objectAt(publish, 'relayed') ?? {}
+      const refused = objectAt(publish, 'refused') ?? {}
       // The known label values from boot, then any other that happened.
       for (const reason of new Set([...PUBLISH_STATUS_CLASSES, ...Object.keys(relayed)])) observe(numberAt(relayed, reason) ?? 0, { result: 'relayed', reason })
       for (const reason of new Set([...PUBLISH_REFUSALS, ...Object.keys(refused)])) observe(numberAt(refused, reason) ?? 0, { result: 'refused', reason })
@@ -217,17 +221,17 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
   },
 
   // Upstream metadata reads (SPEC.md 6.2), mirror jobs (SPEC.md 6.1).
-  labelled('service.upstream.fetch.errors', '{error}', 'failed upstream metadata reads by cause', 'service.upstream.fetch.errors', 'cause'),
-  labelled('service.mirror.jobs.processed', '{job}', 'mirror jobs by result, including discarded', 'service.mirror.jobs.processed', 'result'),
-  labelled('service.packument.versions.dropped', '{version}', 'versions dropped from a packument as unreadable or inconsistent, by reason', 'service.packument.versions.dropped', 'reason'),
+  labelled('service.upstream.fetch.errors', '{error}', 'failed upstream metadata reads by cause', SNAPSHOT_KEYS.upstreamFetchErrors, 'cause'),
+  labelled('service.mirror.jobs.processed', '{job}', 'mirror jobs by result, including discarded', SNAPSHOT_KEYS.mirrorJobsProcessed, 'result'),
+  labelled('service.packument.versions.dropped', '{version}', 'versions dropped from a packument as unreadable or inconsistent, by reason', SNAPSHOT_KEYS.packumentVersionsDropped, 'reason'),
   // Revalidation of retained packument answers (issue 17 item 2): not_modified costs no read and no parse.
-  labelled('service.packument.revalidations', '{revalidation}', 'retained packument answers checked again, by result: not_modified (every upstream answered 304, nothing read or parsed), modified, failed (rendered again), regated (a quarantine ended or the advisory push expired: rendered again), stale_served (requests served while one ran behind them)', 'service.packument.revalidations', 'result'),
+  labelled('service.packument.revalidations', '{revalidation}', 'retained packument answers checked again, by result: not_modified (every upstream answered 304, nothing read or parsed), modified, failed (rendered again), regated (a quarantine ended or the advisory push expired: rendered again), stale_served (requests served while one ran behind them)', SNAPSHOT_KEYS.packumentRevalidations, 'result'),
   // The mirror queue (issue 12): what the proxy's enqueue buffer did with each job, and what the embedded queue refused or dropped.
   {
     name: 'service.mirror.enqueue', kind: 'counter', unit: '{job}',
     description: 'mirror jobs handed to the enqueue buffer, by outcome (dropped: the buffer was full or the job over the 8 KiB bound)',
     read: (snapshot, observe) => {
-      const stats = part(snapshot, 'service.mirror.enqueue')
+      const stats = part(snapshot, SNAPSHOT_KEYS.mirrorEnqueue)
       if (stats === undefined) return
       for (const outcome of ['sent', 'deduplicated', 'dropped', 'failed']) observe(numberAt(stats, outcome) ?? 0, { outcome })
     },
@@ -236,7 +240,7 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
     name: 'service.mirror.queue.dropped', kind: 'counter', unit: '{job}',
     description: 'mirror jobs the embedded queue refused or dropped, by reason',
     read: (snapshot, observe) => {
-      const stats = part(snapshot, 'service.mirror.queue')
+      const stats = part(snapshot, SNAPSHOT_KEYS.mirrorQueue)
       if (stats === undefined) return
       observe(numberAt(stats, 'refusedTooLarge') ?? 0, { reason: 'too_large' })
       observe(numberAt(stats, 'droppedFull') ?? 0, { reason: 'full' })
@@ -244,19 +248,19 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
       observe(numberAt(stats, 'deadLettersDropped') ?? 0, { reason: 'dead_letter_full' })
     },
   },
-  field('service.mirror.queue.jobs', 'gauge', '{job}', 'mirror jobs pending in the embedded queue', 'service.mirror.queue', 'jobs'),
+  field('service.mirror.queue.jobs', 'gauge', '{job}', 'mirror jobs pending in the embedded queue', SNAPSHOT_KEYS.mirrorQueue, 'jobs'),
   // The Dredger (issue 14): removals by inventory and result, every pair from boot.
   {
     name: 'service.dredger.removals', kind: 'counter', unit: '{version}',
     description: 'Dredger removals by inventory and result (removed, absent, failed, withheld_by_cap)',
     read: (snapshot, observe) => {
-      const removals = part(snapshot, 'service.dredger.removals')
+      const removals = part(snapshot, SNAPSHOT_KEYS.dredgerRemovals)
       if (removals === undefined) return
       for (const inventory of ['mirror_target', 'private_cache']) {
-        const counts = part(removals, inventory) ?? {}
+        const counts = objectAt(removals, inventory) ?? {}
         for (const result of ['removed', 'absent', 'failed', 'withheld_by_cap']) observe(numberAt(counts, result) ?? 0, { inventory, result })
       }
     },
   },
-  labelled('service.pypi.files', '{file}', 'py project page files dropped, refused for lack of an upload time, or colliding with a private file of another digest, by outcome', 'service.pypi.files', 'outcome'),
+  labelled('service.pypi.files', '{file}', 'py project page files dropped, refused for lack of an upload time, or colliding with a private file of another digest, by outcome', SNAPSHOT_KEYS.pypiFiles, 'outcome'),
 ])

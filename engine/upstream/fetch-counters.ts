@@ -10,8 +10,6 @@
  * body past the ingest ceiling; `timeout`, `connection` and `egress` for a
  * request that got no HTTP answer.
  */
-export const UPSTREAM_FETCH_ERRORS_METRIC = 'service.upstream.fetch.errors'
-
 export const FETCH_ERROR_CAUSES = ['upstream_status', 'decode', 'other', 'too_large', 'timeout', 'connection', 'egress'] as const
 export type FetchErrorCause = (typeof FETCH_ERROR_CAUSES)[number]
 

@@ -19,7 +19,8 @@ import type { Writable } from 'node:stream'
 import type { Config, MountConfig } from '../../engine/config/config.js'
 import type { MountKey } from '../../engine/config/schema.js'
 import { ServiceError } from '../../engine/errors.js'
-import { DREDGER_REMOVALS_METRIC, DredgerCounters } from '../../engine/dredger/dredger-counters.js'
+import { DredgerCounters } from '../../engine/dredger/dredger-counters.js'
+import { SNAPSHOT_KEYS } from '../../engine/telemetry/snapshot-keys.js'
 import { Dredger, DREDGER_INVENTORY_FAILED, planRemovals, type CycleKind, type DredgedMount, type PlannedRemoval } from '../../engine/dredger/dredger.js'
 import { NpmInventory } from '../../engine/dredger/npm-inventory.js'
 import { RevocationJudge } from '../../engine/dredger/revocation-judge.js'
@@ -175,8 +176,8 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
       await closeAll(mounts)
     },
     metrics: () => ({
-      [DREDGER_REMOVALS_METRIC]: counters.snapshot(),
-      ...(inventoryCredentialNames(config).length > 0 ? { 'service.credential': credentials.counters.snapshot() } : {}),
+      [SNAPSHOT_KEYS.dredgerRemovals]: counters.snapshot(),
+      ...(inventoryCredentialNames(config).length > 0 ? { [SNAPSHOT_KEYS.credential]: credentials.counters.snapshot() } : {}),
     }),
   }
 }

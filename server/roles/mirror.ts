@@ -30,21 +30,22 @@ import { MirrorConsumer, type JobRunner } from '../../engine/mirror/mirror-consu
 import { MirrorDispatch } from '../../engine/mirror/mirror-dispatch.js'
 import { PyTargetProtocol } from '../../engine/mirror/py-target-protocol.js'
 import { PyUploadTarget } from '../../engine/mirror/py-upload-target.js'
-import { MIRROR_JOBS_PROCESSED_METRIC, MirrorCounters } from '../../engine/mirror/mirror-counters.js'
+import { MirrorCounters } from '../../engine/mirror/mirror-counters.js'
 import { JsTargetProtocol } from '../../engine/mirror/js-target-protocol.js'
 import { MirrorTarget } from '../../engine/mirror/mirror-target.js'
 import { MirrorWorker, type MirrorMemory } from '../../engine/mirror/mirror-worker.js'
 import type { PublicArtifactSource } from '../../engine/mirror/target-protocol.js'
 import type { Queue } from '../../engine/queue/queue.js'
 import { SQS_ATTRIBUTES_PERMISSION, SqsQueue } from '../../engine/queue/sqs-queue.js'
+import { SNAPSHOT_KEYS } from '../../engine/telemetry/snapshot-keys.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import { Heartbeat, Liveness } from '../health/liveness.js'
 import { Readiness } from '../health/readiness.js'
 import { FrontDoor } from '../http/front-door.js'
 import { mountFallback } from '../routes/js-mount.js'
+import { hopMarker } from '../routes/hop-marker.js'
 import { mountProbes } from '../routes/probes.js'
-import { hopMarker } from './proxy.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
 import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
@@ -148,7 +149,7 @@ export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<
       await consumer.stop(graceMs)
       await Promise.allSettled(targets.map((t) => t.close()))
     })(),
-    metrics: () => ({ [MIRROR_JOBS_PROCESSED_METRIC]: counters.snapshot() }),
+    metrics: () => ({ [SNAPSHOT_KEYS.mirrorJobsProcessed]: counters.snapshot() }),
   }
 }
 
@@ -240,6 +241,6 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
       await Promise.allSettled(sources.map((s) => s.source.close()))
       await queue.close()
     },
-    metrics: () => ({ ...attachment.metrics(), 'service.upstream.fetch.errors': fetchCounters.snapshot(), ...(credentialCounters === undefined ? {} : { 'service.credential': credentialCounters() }) }),
+    metrics: () => ({ ...attachment.metrics(), [SNAPSHOT_KEYS.upstreamFetchErrors]: fetchCounters.snapshot(), ...(credentialCounters === undefined ? {} : { [SNAPSHOT_KEYS.credential]: credentialCounters() }) }),
   }
 }

@@ -32,6 +32,7 @@ import { mountProbes } from '../routes/probes.js'
 import { describeObjectStore, openObjectStore } from './object-store.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { inRootSpan } from '../../engine/telemetry/work-span.js'
+import { SNAPSHOT_KEYS } from '../../engine/telemetry/snapshot-keys.js'
 
 export const PILOT_LISTENING = 'pilot listening'
 /** error: one ecosystem's compile or publish failed; the next run retries it. */
@@ -162,7 +163,7 @@ export async function startPilot(ctx: RoleContext): Promise<RunningRole> {
       if (timer !== undefined) clearTimeout(timer)
     },
     metrics: () => ({
-      'service.pilot': { runs: schedule.runs, running, lastRunAt: lastRunAt ?? null, unpublished: schedule.missing() },
+      [SNAPSHOT_KEYS.pilot]: { runs: schedule.runs, running, lastRunAt: lastRunAt ?? null, unpublished: schedule.missing() },
     }),
   }
 }

@@ -1,83 +1,24 @@
 /**
  * The `py` mount's part of the proxy's composition (issue 16), called once
- * by startProxy: its upstream clients, its project-page service on the
- * shared pool and cache budget, and its routes. The policy (rules, advisory
- * slot, outage tracking) comes from the same per-mount builder as `/js`.
+ * by startProxy, as `attachJsMount` is for `js`: its upstream clients, its
+ * project-page service on the shared pool and cache budget, and its routes.
+ * The policy is built by the root with engine/policy/mount-policy.ts.
  */
-import type { Piscina } from 'piscina'
-import { MetadataCache } from '../../engine/cache/metadata-cache.js'
-import type { CacheBudget } from '../../engine/cache/cache-budget.js'
-import type { Clock } from '../../engine/clock.js'
-import type { Config, MountConfig } from '../../engine/config/config.js'
-import type { Logger } from '../../engine/log/logger.js'
-import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
-import type { AdmissionGate } from '../../engine/memory/gate.js'
-import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
 import { metadataUrl, type FileRequestKind } from '../../engine/pypi/file-url.js'
 import type { PageFile } from '../../engine/pypi/project-page.js'
 import { ProjectPageRecord } from '../../engine/pypi/project-page-record.js'
-import { ProjectService, type PageOutcome } from '../../engine/pypi/project-service.js'
+import { ProjectService } from '../../engine/pypi/project-service.js'
 import { DEFAULT_READ_LIMITS, type Hashes } from '../../engine/pypi/simple-model.js'
-import type { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
-import type { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
+import { SNAPSHOT_KEYS } from '../../engine/telemetry/snapshot-keys.js'
 import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
-import type { LargeReadBuffers } from '../../engine/upstream/http1/artifact-connection.js'
-import { mountClients } from './mount-clients.js'
 import { runPyPageTask } from '../../workers/py-page-client.js'
 import type { PyPageOutcome } from '../../workers/py-page-task.js'
-import type { PolicyGateOptions } from '../../workers/policy-gate.js'
-import type { EdgeAuth } from '../http/edge-auth.js'
-import type { FrontDoor } from '../http/front-door.js'
 import { ArtifactCounters } from '../routes/artifact-counters.js'
 import { createArtifactHandler, type SelectedArtifact } from '../routes/artifact-route.js'
 import { mountPy, type FileHandler } from '../routes/py-mount.js'
-
-export interface PyPolicy {
-  readonly evaluator: { evaluate(facts: VersionFacts, phase: 'admission'): Decision }
-  readonly gateOptions: () => PolicyGateOptions
-  readonly generation: () => number
-  readonly observeDecision: (facts: VersionFacts, decision: Decision) => void
-  readonly observePage: (outcome: PyPageOutcome) => void
-}
-
-export interface AttachPyOptions {
-  readonly door: FrontDoor
-  readonly config: Config
-  readonly mount: MountConfig
-  readonly pool: Piscina
-  readonly gate: AdmissionGate
-  readonly policy: PyPolicy
-  readonly gateModule: string
-  readonly credentials: CredentialRegistry
-  readonly counters: UpstreamFetchCounters
-  readonly maxResponseBytes: number
-  /** The process's large artifact read buffers, shared with the `/js` mount's clients. */
-  readonly largeReadBuffers: LargeReadBuffers
-  /** The `/js` cache, whose byte and entry bound this mount shares; undefined: a bound of its own. */
-  readonly shareBudgetWith: { readonly budget: CacheBudget } | undefined
-  readonly cacheBytes: number
-  readonly cacheEntries: number
-  readonly marker: string
-  readonly edge: EdgeAuth | undefined
-  readonly refusedBodyBytes: number
-  readonly logger: Logger
-  readonly clock: Clock
-  /**
-   * Where an admitted public file's mirror job goes after a clean relay
-   * (serve-then-enqueue, the proxy's enqueue buffer); undefined when
-   * `mounts.py.mirror` is unset. Only distribution files are mirrored, never
-   * their `.metadata` or provenance.
-   */
-  readonly enqueue?: ((job: MirrorJob) => Promise<void>) | undefined
-}
-
-export interface PyAttachment {
-  readonly clients: readonly UpstreamClient[]
-  /** The public leg's client, whose egress policy the mirror worker's fetches share. */
-  readonly publicClient: UpstreamClient | undefined
-  readonly cache: MetadataCache<PageFile>
-  readonly snapshots: Readonly<Record<string, () => unknown>>
-}
+import { mountClients } from './mount-clients.js'
+import { mountCache, type MountAttachment, type MountWiringOptions } from './mount-wiring.js'
 
 /** A digest set as SRI (the strongest SHA-2 it has) and a sha1 shasum, the shapes the integrity floor reads. */
 export function integrityOf(hashes: Hashes): { integrity: string | undefined, shasum: string | undefined } {
@@ -118,26 +59,22 @@ function upstreamOf(file: PageFile, kind: FileRequestKind): string | undefined {
   return file.provenance
 }
 
-export function attachPyMount(o: AttachPyOptions): PyAttachment {
-  const { mount, config, logger } = o
-  const { privateClient, publicClient } = mountClients(mount, { config, credentials: o.credentials, counters: o.counters, maxResponseBytes: o.maxResponseBytes, marker: o.marker, logger, largeReadBuffers: o.largeReadBuffers })
-  const cache = new MetadataCache<PageFile>({
-    maxBytes: o.cacheBytes,
-    maxEntries: o.cacheEntries,
-    clock: o.clock,
+export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> {
+  const { mount, config, policy, gate, logger, clock } = o
+  const { privateClient, publicClient } = mountClients(mount, o.upstreams)
+  const cache = mountCache<PageFile>(o, {
     selectedVersionSize: (f) => 256 + f.filename.length * 2 + f.url.length * 2 + (f.provenance?.length ?? 0) * 2,
-    ...(o.shareBudgetWith === undefined ? {} : { shareBudgetWith: o.shareBudgetWith }),
   })
   const record = new ProjectPageRecord(logger)
-  const limits = { ...DEFAULT_READ_LIMITS, maxBytes: o.maxResponseBytes }
+  const limits = { ...DEFAULT_READ_LIMITS, maxBytes: o.upstreams.maxResponseBytes }
   const service = new ProjectService<PyPageOutcome>({
     privateClient,
     publicClient,
     cache,
-    clock: o.clock,
-    generation: o.policy.generation,
+    clock,
+    generation: policy.generation,
     observe: (outcome, project) => {
-      o.policy.observePage(outcome)
+      policy.observe(outcome)
       record.record(project, outcome.counts, outcome.mismatches)
     },
     render: (job) => runPyPageTask(o.pool, {
@@ -149,7 +86,7 @@ export function attachPyMount(o: AttachPyOptions): PyAttachment {
       publicPage: job.publicPage,
       privateHidesPublic: mount.privateHidesPublic,
       limits,
-      gate: { module: o.gateModule, options: o.policy.gateOptions() },
+      gate: { module: o.gateModule, options: policy.gateOptions() },
       charge: (bytes) => job.charge(bytes),
       signal: job.signal,
     }),
@@ -157,7 +94,7 @@ export function attachPyMount(o: AttachPyOptions): PyAttachment {
 
   // A file decision takes the gate's entry step, as a public artifact does on /js (SPEC.md 8.1).
   const select = async (project: string, filename: string, signal: AbortSignal): Promise<PageFile | undefined> => {
-    const admission = await o.gate.enter(signal)
+    const admission = await gate.enter(signal)
     try {
       return await service.selectFile(project, filename, admission, signal)
     } finally {
@@ -188,25 +125,26 @@ export function attachPyMount(o: AttachPyOptions): PyAttachment {
       validate: (project, filename) => [project, filename],
       // Metadata is text and provenance JSON by nature; only a distribution is judged by its media type.
       ...(kind === 'file' ? {} : { anomalousType: () => false }),
-      evaluate: (facts) => o.policy.evaluator.evaluate(facts, 'admission'),
-      observe: o.policy.observeDecision,
+      evaluate: (facts) => policy.evaluator.evaluate(facts, 'admission'),
+      observe: policy.observeDecision,
       rules: mount.rules,
       integrityFloor: mount.integrityFloor,
       // Serve-then-enqueue for distribution files only; their `.metadata` and provenance are fetched by the worker itself.
       enqueue: kind === 'file' ? o.enqueue : undefined,
       logger,
       counters: artifactCounters,
-      clock: o.clock,
+      clock,
       forwardClientCredential: config.server.edgeTokens.length === 0,
     })
     return (exchange, project, filename) => handler(exchange, project, filename)
   }
   mountPy(o.door, {
-    hopMarker: o.marker,
+    hopMarker: o.upstreams.marker,
     ...(o.edge === undefined ? {} : { edge: o.edge }),
-    refusedBodyBytes: o.refusedBodyBytes,
+    // No publish on /py: a refused write is read up to the publish bound's default.
+    refusedBodyBytes: DEFAULT_PUBLISH_MAX_BODY_BYTES,
     service,
-    gate: o.gate,
+    gate,
     logger,
     files: { file: handlerFor('file'), metadata: handlerFor('metadata'), provenance: handlerFor('provenance') },
   })
@@ -215,8 +153,8 @@ export function attachPyMount(o: AttachPyOptions): PyAttachment {
     publicClient,
     cache,
     snapshots: {
-      'service.pypi.files': () => record.snapshot(),
-      'service.pypi.artifact': () => artifactCounters.snapshot(),
+      [SNAPSHOT_KEYS.pypiFiles]: () => record.snapshot(),
+      [SNAPSHOT_KEYS.pypiArtifact]: () => artifactCounters.snapshot(),
     },
   }
 }

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { connect } from 'node:net'
 import { once } from 'node:events'
-import { carriesHopMarker } from '../../server/routes/hop-marker.js'
+import { carriesHopMarker, hopMarker } from '../../server/routes/hop-marker.js'
 import { FrontDoor } from '../../server/http/front-door.js'
 import { mountJs } from '../../server/routes/js-mount.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
@@ -14,6 +14,13 @@ t.test('every element of every Via line is read; the pseudonym is a whole token'
   t.notOk(carriesHopMarker('1.1 xproxy-a', 'proxy-a'))
   t.notOk(carriesHopMarker('1.1 lb (via proxy-a)', 'proxy-a'), 'a comment is no hop')
   t.notOk(carriesHopMarker(undefined, 'proxy-a'))
+})
+
+t.test('the pseudonym is the base URL\'s host as an HTTP token, port included', async (t) => {
+  t.equal(hopMarker('http://localhost:4873/'), 'registry-proxy.localhost-4873')
+  t.equal(hopMarker('https://registry.example/base/'), 'registry-proxy.registry.example')
+  t.equal(hopMarker('http://[::1]:8080'), 'registry-proxy.---1--8080', 'brackets and colons are no token characters')
+  t.ok(carriesHopMarker(`1.1 ${hopMarker('http://localhost:4873')}`, hopMarker('http://localhost:4873/')), 'what we send is what the loop check finds')
 })
 
 /** Sends a raw request with the given header lines and returns the status code. */

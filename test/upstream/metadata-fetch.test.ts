@@ -10,7 +10,7 @@ import { BearerToken } from '../../engine/secret.js'
 import {
   METADATA_FETCH_FAILED, METADATA_FETCH_REFUSED, METADATA_MISS,
 } from '../../engine/upstream/upstream-client.js'
-import { UPSTREAM_FETCH_ERRORS_METRIC } from '../../engine/upstream/fetch-counters.js'
+import { SNAPSHOT_KEYS } from '../../engine/telemetry/snapshot-keys.js'
 import { RUN_BYTES } from '../../engine/upstream/chunk-runs.js'
 import { codeOf, makeClient, startServer, text } from './servers.js'
 
@@ -197,7 +197,7 @@ t.test('statuses map to a miss or a coded error, with the SPEC.md 6.2 logs and c
   t.equal(up.seen.length, cases.length, 'no redirect was followed')
   t.same(counters.snapshot(), {
     upstream_status: 11, decode: 0, other: 2, too_large: 0, timeout: 0, connection: 0, egress: 0,
-  }, `${UPSTREAM_FETCH_ERRORS_METRIC}: 401/403 count as other, every other status as upstream_status`)
+  }, `${SNAPSHOT_KEYS.upstreamFetchErrors}: 401/403 count as other, every other status as upstream_status`)
   const logged = JSON.stringify(logger.records)
   t.notMatch(logged, /secret-body-text/, 'no body in logs')
   t.notMatch(logged, /tok-SECRET-123/, 'no credential in logs')

@@ -1,0 +1,109 @@
+/**
+ * The policy of one mount, as its request paths call back into it: the
+ * main thread's evaluator over the mount's serving advisory database, the
+ * options the workers build their own evaluator from, and the two feeds of
+ * the SPEC.md 3.3 outage state and the SPEC.md 6.2 skipped-check warning.
+ *
+ * The evaluator is pure (decision.ts): decisions come back carrying their
+ * advisory observations and skipped checks, and only here do they turn into
+ * log lines. A listing's decisions feed the outage state alone (the
+ * skipped-check warning is about an admitted public artifact, SPEC.md 6.2);
+ * an artifact decision feeds both. The outage's recovery clears the
+ * skipped-check record, so the next outage warns afresh.
+ */
+import type { Ecosystem } from '../advisory/artifact/database.js'
+import type { AdvisorySlot } from '../advisory/consumer/advisory-slot.js'
+import type { Clock } from '../clock.js'
+import type { Logger } from '../log/logger.js'
+import { maxAgeFor } from './advisory-max-age.js'
+import { AdvisoryOutage } from './advisory-outage.js'
+import type { AdvisoryObservation, Decision, Evaluator, RuleKind, VersionFacts } from './decision.js'
+import { createEvaluator } from './evaluator.js'
+import type { RuleConfig } from './rule-schema.js'
+import { SkippedCheckRecord } from './skipped-check-record.js'
+
+/** info, once per mount at boot (SPEC.md 8): the advisory push maximum age, with its origin. */
+export const ADVISORY_MAX_AGE_MESSAGE = 'advisory database maximum age'
+
+/**
+ * What a worker needs to build the mount's evaluator (workers/policy-gate.ts):
+ * plain data that crosses the thread boundary, the database as the shared
+ * buffer every worker reads (DESIGN.md).
+ */
+export interface PolicyGateOptions {
+  /** Changes whenever `rules` or `advisory` change. */
+  readonly generation: number
+  readonly ecosystem: Ecosystem
+  readonly rules: readonly RuleConfig[]
+  readonly maxAgeSeconds: number
+  readonly advisory: { readonly shared: SharedArrayBuffer; readonly publishedAt: number | undefined } | undefined
+}
+
+/** A listing's decisions, as a packument or a project page reports them. */
+export interface ListingObservations {
+  readonly observations: readonly { readonly decision: Decision }[]
+  /** Advisory rules that consulted the database successfully while rendering the listing. */
+  readonly advisoryAnswered: readonly RuleKind[]
+}
+
+export interface MountPolicyOptions {
+  readonly ecosystem: Ecosystem
+  readonly rules: readonly RuleConfig[]
+  /** `advisories.maxAgeSeconds`: positive is a pin; 0 or unset derives it from the rules (SPEC.md 8). */
+  readonly configuredMaxAgeSeconds: number | undefined
+  /** The mount's serving advisory database, filled by the advisory consumer. */
+  readonly slot: AdvisorySlot
+  readonly logger: Logger
+  readonly clock: Clock
+}
+
+export interface MountPolicy {
+  readonly slot: AdvisorySlot
+  /** The advisory push maximum age of this mount (SPEC.md 8). */
+  readonly maxAgeSeconds: number
+  /** The main thread's evaluator (artifact decisions); workers build their own from `gateOptions`. */
+  readonly evaluator: Evaluator
+  /** Moves on every database swap: caches and the workers' evaluators are keyed by it. */
+  readonly generation: () => number
+  readonly gateOptions: () => PolicyGateOptions
+  /** A listing's decisions: outage tracking only. */
+  readonly observe: (outcome: ListingObservations) => void
+  /** One public artifact decision: outage tracking and the skipped-check warning (SPEC.md 3.3, 6.2). */
+  readonly observeDecision: (facts: VersionFacts, decision: Decision) => void
+}
+
+export function mountPolicy(options: MountPolicyOptions): MountPolicy {
+  const { ecosystem, rules, slot, logger, clock } = options
+  const maxAge = maxAgeFor(rules, options.configuredMaxAgeSeconds)
+  logger.info(ADVISORY_MAX_AGE_MESSAGE, { ecosystem, seconds: maxAge.seconds, origin: maxAge.origin })
+  const skipped = new SkippedCheckRecord({ ecosystem, logger })
+  const outage = new AdvisoryOutage({ ecosystem, logger, clock, onRecovered: () => skipped.clear() })
+  const evaluator = createEvaluator(rules, { ecosystem, database: () => slot.database(), clock, maxAgeSeconds: maxAge.seconds })
+  return {
+    slot,
+    maxAgeSeconds: maxAge.seconds,
+    evaluator,
+    generation: () => slot.generation,
+    observeDecision: (facts, decision) => {
+      if (decision.advisory.length > 0) outage.observe(decision.advisory)
+      skipped.admitted(facts, decision)
+    },
+    gateOptions: () => {
+      const serving = slot.serving
+      return {
+        generation: slot.generation,
+        ecosystem,
+        rules,
+        maxAgeSeconds: maxAge.seconds,
+        advisory: serving === undefined ? undefined : { shared: serving.shared, publishedAt: serving.publishedAt?.getTime() },
+      }
+    },
+    observe: (outcome) => {
+      // One failing rule anywhere in the listing keeps the outage; a listing whose advisory rules all answered ends it.
+      const failing: AdvisoryObservation[] = []
+      for (const { decision } of outcome.observations) for (const o of decision.advisory) if (o.cause !== undefined) failing.push(o)
+      if (failing.length > 0) outage.observe(failing)
+      else if (outcome.advisoryAnswered.length > 0) outage.observe(outcome.advisoryAnswered.map((rule) => ({ rule, cause: undefined })))
+    },
+  }
+}

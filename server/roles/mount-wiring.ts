@@ -1,0 +1,65 @@
+/**
+ * What the proxy root hands each mount's wiring (`attachJsMount`,
+ * `attachPyMount`) and what it gets back: the two ecosystems are attached
+ * the same way, so the root treats them alike; and the one helper both use
+ * to make their metadata cache in the process's budget.
+ */
+import type { Piscina } from 'piscina'
+import type { CacheBudget } from '../../engine/cache/cache-budget.js'
+import { MetadataCache, type MetadataCacheOptions } from '../../engine/cache/metadata-cache.js'
+import type { Clock } from '../../engine/clock.js'
+import type { Config, MountConfig } from '../../engine/config/config.js'
+import type { Logger } from '../../engine/log/logger.js'
+import type { AdmissionGate } from '../../engine/memory/gate.js'
+import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
+import type { MountPolicy } from '../../engine/policy/mount-policy.js'
+import type { SnapshotReaders } from '../../engine/telemetry/snapshot-keys.js'
+import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
+import type { EdgeAuth } from '../http/edge-auth.js'
+import type { FrontDoor } from '../http/front-door.js'
+import type { ClientContext } from './mount-clients.js'
+
+/** The process's parts every mount is wired onto. */
+export interface ProcessParts {
+  readonly door: FrontDoor
+  readonly config: Config
+  /** The Piscina pool that renders listings (packument and project-page tasks). */
+  readonly pool: Piscina
+  readonly gate: AdmissionGate
+  /** The module the pool's tasks load their policy gate from (workers/policy-gate.ts). */
+  readonly gateModule: string
+  /** How a mount's upstream clients are built (./mount-clients.ts): credentials, counters, hop marker, read buffers. */
+  readonly upstreams: ClientContext
+  /** With edge tokens configured, every request under a mount needs one (SPEC.md 5.1). */
+  readonly edge: EdgeAuth | undefined
+  /** One cache bound for the process (`cache.maxBytes`); each mount keeps its own entries in it. */
+  readonly cacheBudget: CacheBudget
+  readonly logger: Logger
+  readonly clock: Clock
+}
+
+export interface MountWiringOptions extends ProcessParts {
+  readonly mount: MountConfig
+  readonly policy: MountPolicy
+  /**
+   * Where an admitted public artifact's mirror job goes after a clean relay
+   * (serve-then-enqueue, the proxy's enqueue buffer); undefined when the
+   * mount has no mirror target.
+   */
+  readonly enqueue: ((job: MirrorJob) => Promise<void>) | undefined
+}
+
+export interface MountAttachment<Selected> {
+  /** Everything the mount opened that release must close. */
+  readonly clients: readonly { close(): Promise<void> }[]
+  /** The public leg's client, whose egress policy the mirror worker's fetches share. */
+  readonly publicClient: UpstreamClient | undefined
+  readonly cache: MetadataCache<Selected>
+  readonly snapshots: SnapshotReaders
+}
+
+/** A mount's metadata cache, its entries kept in the process's one budget (SPEC.md 6.3). */
+export function mountCache<Selected>(parts: ProcessParts, options: Pick<MetadataCacheOptions<Selected>, 'selectedVersionSize' | 'assembledTtlMs'>): MetadataCache<Selected> {
+  const budget = parts.cacheBudget
+  return new MetadataCache<Selected>({ ...options, maxBytes: budget.maxBytes, maxEntries: budget.maxEntries, shareBudgetWith: { budget }, clock: parts.clock })
+}
