@@ -14,7 +14,7 @@
  */
 import diagnostics from 'node:diagnostics_channel'
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api'
-import { methodAttribute } from './instruments.js'
+import { methodAttribute } from './http-method.js'
 import { ARTIFACT_REQUEST_CREATE, ARTIFACT_REQUEST_END, ARTIFACT_REQUEST_ERROR, ARTIFACT_REQUEST_HEADERS } from './artifact-client-channel.js'
 
 interface UndiciRequest {

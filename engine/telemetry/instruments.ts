@@ -47,12 +47,5 @@ export const TELEMETRY_OFF: Telemetry = Object.freeze({
   shutdown: async () => {},
 })
 
-const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'])
-
-/** `http.request.method`: a method outside RFC 9110 and PATCH is `_OTHER` (OTel HTTP semantic conventions), so a client cannot grow the series. */
-export function methodAttribute(method: string): string {
-  return KNOWN_METHODS.has(method) ? method : '_OTHER'
-}
-
 /** Bucket bounds of the HTTP duration histograms, seconds (the OTel HTTP semantic conventions' advice). */
 export const HTTP_DURATION_BUCKETS: readonly number[] = Object.freeze([0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10])

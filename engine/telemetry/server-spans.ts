@@ -5,7 +5,7 @@
  * log lines carry `dd.trace_id` / `dd.span_id` (trace-context.ts).
  */
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api'
-import { methodAttribute } from './instruments.js'
+import { methodAttribute } from './http-method.js'
 
 export interface ServerSpan {
   /** Runs `fn` with the span active. */

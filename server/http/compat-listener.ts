@@ -29,7 +29,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
-import type { Method } from './front-door.js'
+import type { Method } from './route-method.js'
 
 /** What the Exchange calls on a uWS response; the adapter implements exactly this. */
 export type ResponsePart = Pick<HttpResponse,

@@ -20,10 +20,11 @@ import { CompatListener, CompatRoutes } from './compat-listener.js'
 import { Exchange } from './exchange.js'
 import { requestFramingRefusal } from './request-framing.js'
 import { loadUws } from './uws-loader.js'
+import type { Method } from './route-method.js'
 
 export type Handler = (exchange: Exchange) => void | Promise<void>
 
-export type Method = 'get' | 'head' | 'put' | 'post' | 'del' | 'patch' | 'options' | 'any'
+export type { Method } from './route-method.js'
 
 export interface FrontDoorOptions {
   readonly host: string
