@@ -92,6 +92,8 @@ function headerFields(lines: readonly string[]): [string, string][] {
 class RequestReader {
   #pending: Buffer = Buffer.alloc(0)
   #bodyLeft = 0
+  /** Where a chunked request body (a streamed publish, RFC 9112 7.1) is: a size line, chunk data with its CRLF, the trailer. */
+  #chunked: 'no' | 'size' | 'data' | 'trailer' = 'no'
   #raw = false
   readonly #seen: (request: RequestSeen) => void
   readonly #identityOnly: () => boolean
@@ -113,6 +115,30 @@ class RequestReader {
         out.push(this.#pending.subarray(0, n))
         this.#pending = this.#pending.subarray(n)
         this.#bodyLeft -= n
+        if (this.#bodyLeft === 0 && this.#chunked === 'data') this.#chunked = 'size'
+        continue
+      }
+      if (this.#chunked !== 'no') {
+        const eol = this.#pending.indexOf(CRLF)
+        if (eol < 0) {
+          if (this.#pending.length > MAX_HEAD_BYTES) this.#passThrough(out)
+          break
+        }
+        const line = this.#pending.subarray(0, eol)
+        out.push(this.#pending.subarray(0, eol + CRLF.length))
+        this.#pending = this.#pending.subarray(eol + CRLF.length)
+        if (this.#chunked === 'size') {
+          const size = parseInt(line.toString('latin1').split(';')[0] ?? '', 16)
+          if (!Number.isFinite(size)) {
+            this.#passThrough(out)
+            break
+          }
+          if (size === 0) this.#chunked = 'trailer'
+          else {
+            this.#bodyLeft = size + CRLF.length
+            this.#chunked = 'data'
+          }
+        } else if (eol === 0) this.#chunked = 'no'
         continue
       }
       const end = this.#pending.indexOf(HEAD_END)
@@ -142,12 +168,8 @@ class RequestReader {
       if (identityOnly) kept.push('accept-encoding: identity')
       out.push(Buffer.from(`${[requestLine, ...kept].join('\r\n')}\r\n\r\n`, 'latin1'))
       this.#seen({ method, path, accept, acceptEncoding, forwardedAcceptEncoding: identityOnly ? 'identity' : acceptEncoding })
-      // A chunked request body (no install sends one) is not parsed: the rest of the connection passes through.
-      if (chunked) {
-        this.#passThrough(out)
-        break
-      }
-      this.#bodyLeft = Number.isFinite(length) && length > 0 ? length : 0
+      if (chunked) this.#chunked = 'size'
+      else this.#bodyLeft = Number.isFinite(length) && length > 0 ? length : 0
     }
     return out
   }
@@ -284,6 +306,7 @@ export class CountingRelay {
   readonly #server: Server
   readonly #sockets = new Set<Socket>()
   #tally: Tally = { bytesToClient: 0, bytesFromClient: 0, connections: 0, exchanges: [] }
+  #lastActivityAt = performance.now()
 
   private constructor(server: Server, port: number) {
     this.#server = server
@@ -303,6 +326,11 @@ export class CountingRelay {
 
   get origin(): string {
     return `http://127.0.0.1:${this.port}`
+  }
+
+  /** `performance.now()` when a byte last crossed the relay, either way (to tell when a peer has gone quiet). */
+  get lastActivityAt(): number {
+    return this.#lastActivityAt
   }
 
   /** What was counted since the last take (or the start), and a fresh count from here on. */
@@ -328,6 +356,7 @@ export class CountingRelay {
     const reader = new RequestReader((r) => requests.push(r), () => this.identityOnly)
     const answers = new ResponseReader(requests, (e) => this.#tally.exchanges.push(e))
     client.on('data', (chunk: Buffer) => {
+      this.#lastActivityAt = performance.now()
       this.#tally.bytesFromClient += chunk.length
       let ok = true
       for (const part of reader.push(chunk)) ok = upstream.write(part) && ok
@@ -337,6 +366,7 @@ export class CountingRelay {
       }
     })
     upstream.on('data', (chunk: Buffer) => {
+      this.#lastActivityAt = performance.now()
       this.#tally.bytesToClient += chunk.length
       answers.push(chunk)
       if (!client.write(chunk)) {
