@@ -1,6 +1,7 @@
 import t from 'tap'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { Readable } from 'node:stream'
 import { Agent, request } from 'undici'
 import { CountingRelay } from '../../bench/scenarios/install-bytes.js'
 
@@ -29,7 +30,7 @@ t.test('a chunked request body is followed, so the requests after it on the conn
     yield 'y'.repeat(70_000)
     yield '"}'
   }
-  const put = await request(`${relay.origin}/x`, { method: 'PUT', body: streamed(), dispatcher: agent, headers: { 'content-type': 'application/json' } })
+  const put = await request(`${relay.origin}/x`, { method: 'PUT', body: Readable.from(streamed()), dispatcher: agent, headers: { 'content-type': 'application/json' } })
   await put.body.dump()
   const get = await request(`${relay.origin}/y`, { dispatcher: agent, headers: { accept: 'application/vnd.npm.install-v1+json' } })
   await get.body.dump()
