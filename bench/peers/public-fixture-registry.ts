@@ -19,7 +19,7 @@
  * integrity recorded in package-lock.json). The access log counts what each
  * phase asked of the public side.
  */
-import { chmod, mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, open, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
@@ -120,6 +120,11 @@ export class PublicFixtureRegistry {
 
   get pid(): number {
     return this.#nginx.pid
+  }
+
+  /** The access log's size: it grows with every request answered, and reading it counts nothing. */
+  async loggedBytes(): Promise<number> {
+    return (await stat(this.#accessLog)).size
   }
 
   /** What was asked since the last take (or the start). */

@@ -190,12 +190,14 @@ async function startPrivateRegistry(): Promise<{ verdaccio: VerdaccioPeer, relay
 async function quiet(relay: CountingRelay, publicRegistry: PublicFixtureRegistry, extra: () => Promise<boolean>): Promise<{ seconds: number, settled: boolean }> {
   const started = performance.now()
   let publicQuietSince = performance.now()
+  let logged = await publicRegistry.loggedBytes()
   while (performance.now() - started < SETTLE_MAX_MS) {
     await sleep(500)
-    const asked = await publicRegistry.take()
-    if (asked.full + asked.abbreviated + asked.notModified + asked.tarballs + asked.notFound + asked.other > 0) publicQuietSince = performance.now()
-    const now = performance.now()
-    if (now - relay.lastActivityAt >= SETTLE_QUIET_MS && now - publicQuietSince >= SETTLE_QUIET_MS && await extra()) {
+    const now = await publicRegistry.loggedBytes()
+    if (now !== logged) publicQuietSince = performance.now()
+    logged = now
+    const at = performance.now()
+    if (at - relay.lastActivityAt >= SETTLE_QUIET_MS && at - publicQuietSince >= SETTLE_QUIET_MS && await extra()) {
       return { seconds: (Math.max(relay.lastActivityAt, publicQuietSince) - started) / 1000, settled: true }
     }
   }
