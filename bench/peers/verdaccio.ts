@@ -38,6 +38,12 @@ export interface VerdaccioOptions {
   readonly logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'http' | 'debug'
   /** Milliseconds to wait for it to listen; default 30 s (boot is about 1 s when the machine is quiet). */
   readonly bootTimeoutMs?: number
+  /** Verdaccio's `uplinks`; default none (offline). */
+  readonly uplinks?: Readonly<Record<string, Readonly<Record<string, unknown>>>>
+  /** Verdaccio's `packages` rules; default: anyone reads, an authenticated user publishes and unpublishes, no uplink. */
+  readonly packages?: Readonly<Record<string, Readonly<Record<string, unknown>>>>
+  /** Extra environment for the child (NODE_EXTRA_CA_CERTS for an https uplink). */
+  readonly env?: Readonly<Record<string, string>>
 }
 
 /*
@@ -47,15 +53,18 @@ export interface VerdaccioOptions {
  * and exits, so no registry outlives a crashed test.
  */
 const LAUNCHER = `
-const [verdaccioPath, configPath] = process.argv.slice(-2)
+const [verdaccioPath, configPath, port] = process.argv.slice(-3)
 process.on('disconnect', () => process.exit(0))
 require(verdaccioPath).runServer(configPath).then((server) => {
   server.on('error', (error) => { console.error(error); process.exit(1) })
-  server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }))
+  server.listen(Number(port), '127.0.0.1', () => process.send({ port: server.address().port }))
 }, (error) => { console.error(error); process.exit(1) })
 `
 
 const DEFAULT_PUBLISHER = 'fixture-publisher'
+
+/** Starts the child on `port` (0: the kernel picks) and resolves with the port it listens on. */
+type Launch = (port: number) => Promise<{ child: ChildPeer, port: number }>
 
 export class VerdaccioPeer {
   readonly role: VerdaccioRole
@@ -70,12 +79,13 @@ export class VerdaccioPeer {
   readonly ca: TestCa | undefined
   /** Trusts `ca` when there is one; use it for every request to this peer. */
   readonly dispatcher: Dispatcher
-  readonly process: ChildPeer
+  #process: ChildPeer
+  readonly #launch: Launch
   #ownsCa: boolean
   #publisherToken: Promise<string> | undefined
   #stopping: Promise<void> | undefined
 
-  constructor(init: { role: VerdaccioRole, origin: string, port: number, dir: string, storageDir: string, ca: TestCa | undefined, ownsCa: boolean, process: ChildPeer }) {
+  constructor(init: { role: VerdaccioRole, origin: string, port: number, dir: string, storageDir: string, ca: TestCa | undefined, ownsCa: boolean, process: ChildPeer, launch: Launch }) {
     this.role = init.role
     this.origin = init.origin
     this.url = `${init.origin}/`
@@ -84,12 +94,25 @@ export class VerdaccioPeer {
     this.storageDir = init.storageDir
     this.ca = init.ca
     this.#ownsCa = init.ownsCa
-    this.process = init.process
+    this.#process = init.process
+    this.#launch = init.launch
     this.dispatcher = new Agent(init.ca === undefined ? {} : { connect: { ca: init.ca.caPem } })
   }
 
+  get process(): ChildPeer {
+    return this.#process
+  }
+
   get pid(): number {
-    return this.process.pid
+    return this.#process.pid
+  }
+
+  /** Stops the child (SIGTERM) and starts it again on the same port, storage and configuration. */
+  async restart(): Promise<void> {
+    await this.#process.stop()
+    const { child } = await this.#launch(this.port)
+    this.#process = child
+    await waitForPing(this)
   }
 
   get caFile(): string | undefined {
@@ -122,7 +145,7 @@ export class VerdaccioPeer {
   /** Ends the child by its pid, waits for it to exit, then removes its folder (and a CA it made). */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
-      await this.process.stop()
+      await this.#process.stop()
       await this.dispatcher.close()
       await rm(this.dir, { recursive: true, force: true })
       if (this.#ownsCa) await this.ca?.remove()
@@ -163,8 +186,8 @@ export async function startVerdaccio(options: VerdaccioOptions = {}): Promise<Ve
     const config = {
       storage: storageDir,
       auth: { htpasswd: { file: join(dir, 'htpasswd'), max_users: 1000 } },
-      uplinks: {},
-      packages: {
+      uplinks: options.uplinks ?? {},
+      packages: options.packages ?? {
         '@*/*': { access: '$all', publish: '$authenticated', unpublish: '$authenticated' },
         '**': { access: '$all', publish: '$authenticated', unpublish: '$authenticated' },
       },
@@ -177,16 +200,26 @@ export async function startVerdaccio(options: VerdaccioOptions = {}): Promise<Ve
     // JSON is YAML, and Verdaccio only reads `.yaml` config files.
     await writeFile(configPath, JSON.stringify(config, null, 2))
     const verdaccioPath = createRequire(import.meta.url).resolve('verdaccio')
-    const forked = fork('-e', [LAUNCHER, verdaccioPath, configPath], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      execArgv: [],
-      env: peerEnv({ NODE_ENV: 'production' }),
-    })
-    child = new ChildPeer(`verdaccio ${role}`, forked)
-    const port = await waitForPort(forked, child, options.bootTimeoutMs ?? 30_000)
+    const launch: Launch = async (port) => {
+      const forked = fork('-e', [LAUNCHER, verdaccioPath, configPath, String(port)], {
+        cwd: dir,
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+        execArgv: [],
+        env: peerEnv({ NODE_ENV: 'production', ...options.env }),
+      })
+      const started = new ChildPeer(`verdaccio ${role}`, forked)
+      try {
+        return { child: started, port: await waitForPort(forked, started, options.bootTimeoutMs ?? 30_000) }
+      } catch (error) {
+        await started.stop()
+        throw error
+      }
+    }
+    const launched = await launch(0)
+    child = launched.child
+    const port = launched.port
     const origin = `${https ? 'https' : 'http'}://127.0.0.1:${port}`
-    const peer = new VerdaccioPeer({ role, origin, port, dir, storageDir, ca, ownsCa, process: child })
+    const peer = new VerdaccioPeer({ role, origin, port, dir, storageDir, ca, ownsCa, process: child, launch })
     try {
       await waitForPing(peer)
     } catch (error) {

@@ -25,7 +25,6 @@
  */
 import { execFile, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -35,12 +34,11 @@ import { promisify } from 'node:util'
 import { request } from 'undici'
 import YAML from 'yaml'
 import { ChildPeer } from '../peers/child-peer.js'
-import { peerEnv } from '../peers/peer-env.js'
-import { localBin } from '../peers/repo-root.js'
 import { readPackument, type FixturePackumentName } from '../peers/shared-data.js'
 import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
 import { freePort } from '../lib/nginx.js'
+import { clientCommand, installCommand, runCommand, type ClientName, type ClientRun } from '../lib/package-clients.js'
 
 const execFileAsync = promisify(execFile)
 const MB = 1_000_000
@@ -94,6 +92,8 @@ function headerFields(lines: readonly string[]): [string, string][] {
 class RequestReader {
   #pending: Buffer = Buffer.alloc(0)
   #bodyLeft = 0
+  /** Where a chunked request body (a streamed publish, RFC 9112 7.1) is: a size line, chunk data with its CRLF, the trailer. */
+  #chunked: 'no' | 'size' | 'data' | 'trailer' = 'no'
   #raw = false
   readonly #seen: (request: RequestSeen) => void
   readonly #identityOnly: () => boolean
@@ -115,6 +115,30 @@ class RequestReader {
         out.push(this.#pending.subarray(0, n))
         this.#pending = this.#pending.subarray(n)
         this.#bodyLeft -= n
+        if (this.#bodyLeft === 0 && this.#chunked === 'data') this.#chunked = 'size'
+        continue
+      }
+      if (this.#chunked !== 'no') {
+        const eol = this.#pending.indexOf(CRLF)
+        if (eol < 0) {
+          if (this.#pending.length > MAX_HEAD_BYTES) this.#passThrough(out)
+          break
+        }
+        const line = this.#pending.subarray(0, eol)
+        out.push(this.#pending.subarray(0, eol + CRLF.length))
+        this.#pending = this.#pending.subarray(eol + CRLF.length)
+        if (this.#chunked === 'size') {
+          const size = parseInt(line.toString('latin1').split(';')[0] ?? '', 16)
+          if (!Number.isFinite(size)) {
+            this.#passThrough(out)
+            break
+          }
+          if (size === 0) this.#chunked = 'trailer'
+          else {
+            this.#bodyLeft = size + CRLF.length
+            this.#chunked = 'data'
+          }
+        } else if (eol === 0) this.#chunked = 'no'
         continue
       }
       const end = this.#pending.indexOf(HEAD_END)
@@ -144,12 +168,8 @@ class RequestReader {
       if (identityOnly) kept.push('accept-encoding: identity')
       out.push(Buffer.from(`${[requestLine, ...kept].join('\r\n')}\r\n\r\n`, 'latin1'))
       this.#seen({ method, path, accept, acceptEncoding, forwardedAcceptEncoding: identityOnly ? 'identity' : acceptEncoding })
-      // A chunked request body (no install sends one) is not parsed: the rest of the connection passes through.
-      if (chunked) {
-        this.#passThrough(out)
-        break
-      }
-      this.#bodyLeft = Number.isFinite(length) && length > 0 ? length : 0
+      if (chunked) this.#chunked = 'size'
+      else this.#bodyLeft = Number.isFinite(length) && length > 0 ? length : 0
     }
     return out
   }
@@ -286,6 +306,7 @@ export class CountingRelay {
   readonly #server: Server
   readonly #sockets = new Set<Socket>()
   #tally: Tally = { bytesToClient: 0, bytesFromClient: 0, connections: 0, exchanges: [] }
+  #lastActivityAt = performance.now()
 
   private constructor(server: Server, port: number) {
     this.#server = server
@@ -305,6 +326,11 @@ export class CountingRelay {
 
   get origin(): string {
     return `http://127.0.0.1:${this.port}`
+  }
+
+  /** `performance.now()` when a byte last crossed the relay, either way (to tell when a peer has gone quiet). */
+  get lastActivityAt(): number {
+    return this.#lastActivityAt
   }
 
   /** What was counted since the last take (or the start), and a fresh count from here on. */
@@ -330,6 +356,7 @@ export class CountingRelay {
     const reader = new RequestReader((r) => requests.push(r), () => this.identityOnly)
     const answers = new ResponseReader(requests, (e) => this.#tally.exchanges.push(e))
     client.on('data', (chunk: Buffer) => {
+      this.#lastActivityAt = performance.now()
       this.#tally.bytesFromClient += chunk.length
       let ok = true
       for (const part of reader.push(chunk)) ok = upstream.write(part) && ok
@@ -339,6 +366,7 @@ export class CountingRelay {
       }
     })
     upstream.on('data', (chunk: Buffer) => {
+      this.#lastActivityAt = performance.now()
       this.#tally.bytesToClient += chunk.length
       answers.push(chunk)
       if (!client.write(chunk)) {
@@ -443,81 +471,9 @@ export function installMount(upstream: InstallUpstream): Record<string, unknown>
 }
 
 // ---------------------------------------------------------------------------
-// The clients (bench/ never imports from test/, so this is a small copy of test/clients)
+// The clients (bench/lib/package-clients.ts)
 
-export type ClientName = 'npm' | 'pnpm' | 'yarn'
-
-interface ClientRun { readonly exitCode: number | null, readonly signal: NodeJS.Signals | null, readonly output: string, readonly seconds: number }
-
-/** The environment a client runs with: none of the launching npm's configuration, HOME and XDG folders in the workspace. */
-function clientEnv(root: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = peerEnv()
-  for (const key of Object.keys(env)) if (/^(npm_|yarn_|pnpm_|berry_|corepack_)/i.test(key) || key === 'INIT_CWD') delete env[key]
-  return {
-    ...env,
-    HOME: join(root, 'home'),
-    XDG_CONFIG_HOME: join(root, 'home', '.config'),
-    XDG_CACHE_HOME: join(root, 'cache', 'xdg'),
-    XDG_DATA_HOME: join(root, 'home', '.local', 'share'),
-    XDG_STATE_HOME: join(root, 'home', '.local', 'state'),
-    ...extra,
-  }
-}
-
-/** The command a client runs as, or why it cannot run here. */
-export function clientCommand(client: ClientName): string | { unavailable: string } {
-  if (client === 'npm') return 'npm'
-  const bin = localBin(client)
-  return existsSync(bin) ? bin : { unavailable: `${bin} is missing (npm ci installs it)` }
-}
-
-async function installCommand(client: ClientName, root: string, project: string, registry: string): Promise<{ args: string[], env: NodeJS.ProcessEnv }> {
-  const cache = join(root, 'cache')
-  switch (client) {
-    case 'npm': {
-      const userconfig = join(root, 'npmrc')
-      await writeFile(userconfig, [`registry=${registry}`, `cache=${join(cache, 'npm')}`, 'fetch-retries=0', 'audit=false', 'fund=false', 'update-notifier=false', 'progress=false', ''].join('\n'))
-      await writeFile(join(root, 'npmrc-global'), '')
-      return {
-        args: ['install', '--no-audit', '--no-fund', '--registry', registry, '--userconfig', userconfig],
-        env: clientEnv(root, { npm_config_userconfig: userconfig, npm_config_globalconfig: join(root, 'npmrc-global') }),
-      }
-    }
-    case 'pnpm':
-      await writeFile(join(project, '.npmrc'), [`registry=${registry}`, 'fetch-retries=0', 'update-notifier=false', ''].join('\n'))
-      return {
-        args: ['install', '--no-frozen-lockfile', '--registry', registry, '--store-dir', join(cache, 'pnpm-store'), '--cache-dir', join(cache, 'pnpm-cache'), '--reporter', 'append-only'],
-        env: clientEnv(root),
-      }
-    case 'yarn':
-      await writeFile(join(project, '.npmrc'), [`registry=${registry}`, ''].join('\n'))
-      await writeFile(join(project, '.yarnrc'), [`registry ${JSON.stringify(registry)}`, 'disable-self-update-check true', ''].join('\n'))
-      return {
-        args: ['install', '--non-interactive', '--no-progress', '--cache-folder', join(cache, 'yarn'), '--registry', registry, '--network-timeout', '60000'],
-        env: clientEnv(root),
-      }
-  }
-}
-
-function runCommand(command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<ClientRun> {
-  const started = process.hrtime.bigint()
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let output = ''
-    const keep = (chunk: Buffer): void => { output = (output + chunk.toString('utf8')).slice(-8192) }
-    child.stdout.on('data', keep)
-    child.stderr.on('data', keep)
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
-    child.once('error', (error) => {
-      clearTimeout(timer)
-      reject(error)
-    })
-    child.once('close', (exitCode, signal) => {
-      clearTimeout(timer)
-      resolve({ exitCode, signal, output, seconds: Number(process.hrtime.bigint() - started) / 1e9 })
-    })
-  })
-}
+export { clientCommand, type ClientName }
 
 /** One install of `dependencies` with `client` in a fresh folder and cache; throws when it fails or installs another version. */
 async function installOnce(client: ClientName, command: string, registry: string, dependencies: Readonly<Record<string, string>>): Promise<ClientRun> {

@@ -59,3 +59,25 @@ t.test('stop ends the child by its pid and is idempotent', async (t) => {
   t.notOk(registry.process.running)
   t.throws(() => process.kill(registry.pid, 0), { code: 'ESRCH' })
 })
+
+t.test('restart keeps the port, the storage and the access rules; the old child is gone', async (t) => {
+  const authenticated = { access: '$authenticated', publish: '$authenticated' }
+  const registry = await startVerdaccio({
+    packages: { '@*/*': authenticated, '**': authenticated },
+    packuments: [{ name: 'kept-doc', 'dist-tags': { latest: '0.1.0' }, versions: { '0.1.0': { name: 'kept-doc', version: '0.1.0', dist: { tarball: 'http://127.0.0.1/kept-doc/-/kept-doc-0.1.0.tgz', shasum: '0'.repeat(40) } } } }],
+  })
+  t.teardown(() => registry.stop())
+  const token = await registry.addUser('reader', 'reader-password')
+  const read = async (authorization?: string): Promise<number> => {
+    const response = await request(`${registry.origin}/kept-doc`, { dispatcher: registry.dispatcher, headers: authorization === undefined ? {} : { authorization } })
+    await response.body.dump()
+    return response.statusCode
+  }
+  t.not(await read(), 200, 'anonymous reads are refused')
+  t.equal(await read(`Bearer ${token}`), 200)
+  const before = registry.pid
+  await registry.restart()
+  t.not(registry.pid, before)
+  t.throws(() => process.kill(before, 0), { code: 'ESRCH' })
+  t.equal(await read(`Bearer ${token}`), 200, 'the same port, storage and users')
+})
