@@ -43,6 +43,8 @@ export const ERROR_TABLE = {
   RESPONSE_TOO_LARGE: { status: 500, message: 'the upstream document exceeds the metadata ingest ceiling' },
   STRUCTURE_LIMIT: { status: 500, message: 'the upstream document exceeds a structural limit' },
   EGRESS_REFUSED: { status: 403, message: 'the upstream address is refused by the egress policy' },
+  // A deployment's resolver answering an allowed host with a reserved address: a configuration problem, not a verdict.
+  EGRESS_ADDRESS_INTERNAL: { status: 502, message: 'the upstream host resolves to an address in an internal range, which the egress policy refuses' },
   TARBALL_HOST_REFUSED: { status: 403, message: 'the tarball URL names a host the tarball-host policy refuses' },
 
   // Policy and advisory data (SPEC.md 3.3, 3.5, 4.2).

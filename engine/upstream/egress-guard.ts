@@ -13,11 +13,21 @@
  * 4.4 private leg 4) and may be plain http; instead it only ever talks to its
  * own configured origin, so the credential it carries cannot leave it.
  *
- * Every refusal is ServiceError('EGRESS_REFUSED').
+ * A refusal by policy (scheme, userinfo, allowlist, origin) is
+ * ServiceError('EGRESS_REFUSED', 403). An address in an internal range is
+ * EGRESS_ADDRESS_INTERNAL (502): on a network whose DNS answers the public
+ * registry with a reserved address that is a configuration problem of the
+ * deployment, not a verdict on the package, so the answer names the host,
+ * the address, the range and the setting that admits it, and the guard
+ * logs it once per host (issue 32 item 4).
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns'
 import { BlockList, isIP } from 'node:net'
 import { ServiceError } from '../errors.js'
+import type { Logger } from '../log/logger.js'
+
+/** The warning logged once per host whose address the internal-range block refuses. */
+export const INTERNAL_ADDRESS_LOG = 'an upstream host resolves to an internal address; the egress policy refuses it'
 
 /**
  * Ranges no untrusted egress may reach: "this network"/unspecified, private
@@ -82,6 +92,23 @@ export function embeddedIpv4(address: string): string | undefined {
   return undefined
 }
 
+/** The address and family the range check judges: an embedded IPv4 address stands for itself. */
+function judgedAddress(address: string): [string, Family] {
+  const bare = bareHost(address)
+  const v4 = isIP(bare) === 6 ? embeddedIpv4(bare) : undefined
+  return v4 !== undefined ? [v4, 'ipv4'] : [bare, isIP(bare) === 4 ? 'ipv4' : 'ipv6']
+}
+
+const INTERNAL_RANGES: readonly { readonly cidr: string, readonly list: BlockList }[] = [...INTERNAL_IPV4_RANGES, ...INTERNAL_IPV6_RANGES]
+  .map((cidr) => ({ cidr, list: blockListOf([cidr]) }))
+
+/** The internal range (INTERNAL_IPV4_RANGES, INTERNAL_IPV6_RANGES) an address lies in, for the refusal's wording. */
+export function internalRangeOf(address: string): string | undefined {
+  const [ip, family] = judgedAddress(address)
+  if (isIP(ip) === 0) return undefined
+  return INTERNAL_RANGES.find((range) => range.list.check(ip, family))?.cidr
+}
+
 /** Lower-case host name with IPv6 brackets removed. */
 function bareHost(hostname: string): string {
   const lower = hostname.toLowerCase()
@@ -103,6 +130,10 @@ export interface EgressGuardOptions {
   readonly allowHosts?: readonly string[]
   /** CIDR ranges exempt from the internal-range block, e.g. ["127.0.0.0/8"] in tests. */
   readonly allowInternalRanges?: readonly string[]
+  /** The configuration key of `allowInternalRanges`, named in the refusal; the bare name when unset. */
+  readonly allowInternalRangesKey?: string
+  /** Where the once-per-host warning of a refused internal address goes; none when unset. */
+  readonly logger?: Logger
   /** Resolver; node's dns.lookup unless a test injects one. */
   readonly resolve?: typeof dnsLookup
 }
@@ -116,6 +147,10 @@ export class EgressGuard {
   readonly #internal: BlockList
   readonly #exempt: BlockList
   readonly #resolve: typeof dnsLookup
+  readonly #rangesKey: string
+  readonly #logger: Logger | undefined
+  /** Hosts already warned about; bounded by the allowlist, the only hosts the untrusted side resolves. */
+  readonly #warned = new Set<string>()
 
   constructor(options: EgressGuardOptions) {
     const url = options.upstreamUrl
@@ -131,6 +166,8 @@ export class EgressGuard {
     this.#internal = blockListOf([...INTERNAL_IPV4_RANGES, ...INTERNAL_IPV6_RANGES])
     this.#exempt = blockListOf(options.allowInternalRanges ?? [])
     this.#resolve = options.resolve ?? dnsLookup
+    this.#rangesKey = options.allowInternalRangesKey ?? 'allowInternalRanges'
+    this.#logger = options.logger
     this.lookup = this.lookup.bind(this)
   }
 
@@ -138,9 +175,7 @@ export class EgressGuard {
 
   /** True when an untrusted connection to `address` must be refused. */
   isInternal(address: string): boolean {
-    const bare = bareHost(address)
-    const v4 = isIP(bare) === 6 ? embeddedIpv4(bare) : undefined
-    const [ip, family]: [string, Family] = v4 !== undefined ? [v4, 'ipv4'] : [bare, isIP(bare) === 4 ? 'ipv4' : 'ipv6']
+    const [ip, family] = judgedAddress(address)
     if (isIP(ip) === 0) return true // not an address at all: refuse rather than guess
     return this.#internal.check(ip, family) && !this.#exempt.check(ip, family)
   }
@@ -148,9 +183,24 @@ export class EgressGuard {
   /** Refuses an address the untrusted side must not reach; the trusted side passes. */
   checkAddress(address: string, host = address): void {
     if (this.#trusted) return
-    if (this.isInternal(address)) {
-      throw new ServiceError('EGRESS_REFUSED', { data: { host, address, reason: 'internal range' } })
+    if (this.isInternal(address)) throw this.#internalRefusal(host, address)
+  }
+
+  /**
+   * The 502 naming host, address, range and the setting that admits it,
+   * logged at warn the first time this host is refused (a resolver answer
+   * does not change per request, so one line per host says it all).
+   */
+  #internalRefusal(host: string, address: string): ServiceError {
+    const range = internalRangeOf(address) ?? 'not an IP address'
+    const message = `the upstream host ${host} resolves to ${address}, in the internal range ${range}, which the egress policy refuses; `
+      + `if that address is intended, list the range in ${this.#rangesKey}`
+    const data = { host, address, range, setting: this.#rangesKey }
+    if (this.#logger !== undefined && !this.#warned.has(host)) {
+      this.#warned.add(host)
+      this.#logger.warn(INTERNAL_ADDRESS_LOG, data)
     }
+    return new ServiceError('EGRESS_ADDRESS_INTERNAL', { message, data })
   }
 
   /**
@@ -188,9 +238,7 @@ export class EgressGuard {
       if (!this.#trusted) {
         const bad = list.find((a) => this.isInternal(a.address))
         if (bad !== undefined) {
-          callback(new ServiceError('EGRESS_REFUSED', {
-            data: { host: hostname, address: bad.address, reason: 'resolves to an internal range' },
-          }) as unknown as NodeJS.ErrnoException, [])
+          callback(this.#internalRefusal(hostname, bad.address) as unknown as NodeJS.ErrnoException, [])
           return
         }
       }

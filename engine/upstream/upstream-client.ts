@@ -86,6 +86,8 @@ export interface UpstreamClientOptions {
   readonly allowHosts?: readonly string[]
   /** Public side: CIDR ranges exempt from the internal-range block. */
   readonly allowInternalRanges?: readonly string[]
+  /** The configuration key of `allowInternalRanges`, named in an internal-address refusal. */
+  readonly allowInternalRangesKey?: string
   /** Metadata ingest ceiling on DECOMPRESSED bytes (`limits.maxResponseBytes`). */
   readonly maxResponseBytes: number
   readonly timeouts?: Partial<UpstreamTimeouts>
@@ -227,6 +229,8 @@ export class UpstreamClient {
       trusted: options.trusted,
       allowHosts: options.allowHosts,
       allowInternalRanges: options.allowInternalRanges,
+      ...(options.allowInternalRangesKey === undefined ? {} : { allowInternalRangesKey: options.allowInternalRangesKey }),
+      logger: options.logger,
       resolve: options.resolve,
     })
 

@@ -183,6 +183,7 @@ export function publicClientFor(config: Config, mount: MountConfig, maxResponseB
     ...(upstream.caFile === undefined ? {} : { caFile: upstream.caFile }),
     allowHosts: upstream.allowHosts,
     allowInternalRanges: upstream.allowInternalRanges,
+    allowInternalRangesKey: `mounts.${mount.key}.upstreams.public.allowInternalRanges`,
     respectUpstreamTarballHost: upstream.respectTarballHost,
     maxResponseBytes,
     proxyId: hopMarker(config.server.baseUrl),

@@ -39,6 +39,7 @@ export function mountClients(mount: MountConfig, c: ClientContext): { privateCli
     ...(mount.upstreams.public.caFile === undefined ? {} : { caFile: mount.upstreams.public.caFile }),
     allowHosts: mount.upstreams.public.allowHosts,
     allowInternalRanges: mount.upstreams.public.allowInternalRanges,
+    allowInternalRangesKey: `mounts.${mount.key}.upstreams.public.allowInternalRanges`,
     respectUpstreamTarballHost: mount.upstreams.public.respectTarballHost,
     maxResponseBytes: c.maxResponseBytes,
     proxyId: c.marker,

@@ -153,7 +153,10 @@ t.test('tarball-host policy and egress guard', async (t) => {
   const guarded = makeClient(t, { url: `https://localhost:${up.port}/`, trusted: false, caPem: ca.caPem, resolve }).client
   const internal = await startArtifactRoute(t, { publicClient: guarded, selectVersion: async () => selected(`https://localhost:${up.port}/a/-/a-1.0.0.tgz`) })
   const before = up.seen.length
-  t.equal((await internal.get('/js/a/-/a-1.0.0.tgz')).status, 403, 'a name resolving to an internal address is refused')
+  const answer = await internal.get('/js/a/-/a-1.0.0.tgz')
+  t.equal(answer.status, 502, 'a name resolving to an internal address is refused as a configuration problem')
+  t.match(JSON.parse(answer.body.toString()).error, /^the upstream host localhost resolves to 127\.0\.0\.1, in the internal range 127\.0\.0\.0\/8, .*allowInternalRanges$/,
+    'the envelope names the host, the address, the range and the setting')
   t.equal(up.seen.length, before, 'no request reached it')
   t.equal(refused.counters.snapshot().relays.public.refused, 2)
 })

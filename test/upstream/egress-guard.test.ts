@@ -5,11 +5,12 @@
  */
 import t from 'tap'
 import type { LookupAddress } from 'node:dns'
-import { isServiceError } from '../../engine/errors.js'
-import { EgressGuard, checkTarballAuthority, embeddedIpv4 } from '../../engine/upstream/egress-guard.js'
+import { isServiceError, type ServiceError } from '../../engine/errors.js'
+import { EgressGuard, INTERNAL_ADDRESS_LOG, checkTarballAuthority, embeddedIpv4, internalRangeOf } from '../../engine/upstream/egress-guard.js'
 import { METADATA_FETCH_FAILED } from '../../engine/upstream/upstream-client.js'
 import { makeTestCa, type TestCa } from '../../bench/peers/tls.js'
 import { codeOf, makeClient, startServer } from './servers.js'
+import { RecordingLogger } from '../doubles/recording-logger.js'
 
 function syncCode(fn: () => unknown): string {
   try {
@@ -33,7 +34,7 @@ t.test('internal ranges are refused on the untrusted side, public addresses pass
   const external = ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808']
   for (const a of internal) t.equal(guard.isInternal(a), true, `${a} is internal`)
   for (const a of external) t.equal(guard.isInternal(a), false, `${a} is not internal`)
-  t.equal(syncCode(() => guard.checkAddress('10.0.0.1')), 'EGRESS_REFUSED')
+  t.equal(syncCode(() => guard.checkAddress('10.0.0.1')), 'EGRESS_ADDRESS_INTERNAL')
   t.equal(syncCode(() => guard.checkAddress('8.8.8.8')), 'admitted')
 })
 
@@ -69,7 +70,7 @@ t.test('the untrusted side is https only, on the allowlist, without userinfo', a
   t.equal(syncCode(() => guard.checkUrl(new URL('https://evil.test/left-pad'))), 'EGRESS_REFUSED', 'not on the allowlist')
   t.equal(syncCode(() => guard.checkUrl(new URL('https://a:b@public.test/'))), 'EGRESS_REFUSED', 'userinfo')
   const literal = new EgressGuard({ upstreamUrl: new URL('https://127.0.0.1:8443/'), trusted: false })
-  t.equal(syncCode(() => literal.checkUrl(new URL('https://127.0.0.1:8443/x'))), 'EGRESS_REFUSED', 'a literal internal address')
+  t.equal(syncCode(() => literal.checkUrl(new URL('https://127.0.0.1:8443/x'))), 'EGRESS_ADDRESS_INTERNAL', 'a literal internal address')
 })
 
 function fakeResolver(answer: LookupAddress[]): NonNullable<ConstructorParameters<typeof EgressGuard>[0]['resolve']> {
@@ -87,12 +88,12 @@ function lookupOnce(guard: EgressGuard, all: boolean): Promise<{ err: unknown, a
 t.test('lookup judges the resolved addresses, after resolution', async (t) => {
   const toLoopback = new EgressGuard({ upstreamUrl: PUBLIC, trusted: false, resolve: fakeResolver([{ address: '127.0.0.1', family: 4 }]) })
   const refused = await lookupOnce(toLoopback, false)
-  t.ok(isServiceError(refused.err, 'EGRESS_REFUSED'), 'a public name resolving to loopback is refused')
+  t.ok(isServiceError(refused.err, 'EGRESS_ADDRESS_INTERNAL'), 'a public name resolving to loopback is refused')
   const mixed = new EgressGuard({
     upstreamUrl: PUBLIC, trusted: false,
     resolve: fakeResolver([{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.8', family: 4 }]),
   })
-  t.ok(isServiceError((await lookupOnce(mixed, true)).err, 'EGRESS_REFUSED'), 'a mixed answer is refused whole')
+  t.ok(isServiceError((await lookupOnce(mixed, true)).err, 'EGRESS_ADDRESS_INTERNAL'), 'a mixed answer is refused whole')
   const fine = new EgressGuard({
     upstreamUrl: PUBLIC, trusted: false,
     resolve: fakeResolver([{ address: '2606:4700::1111', family: 6 }, { address: '93.184.216.34', family: 4 }]),
@@ -103,6 +104,32 @@ t.test('lookup judges the resolved addresses, after resolution', async (t) => {
   t.same(all.address, [{ address: '2606:4700::1111', family: 6 }, { address: '93.184.216.34', family: 4 }])
   const trusted = new EgressGuard({ upstreamUrl: new URL('http://private.test/'), trusted: true, resolve: fakeResolver([{ address: '10.0.0.8', family: 4 }]) })
   t.equal((await lookupOnce(trusted, false)).address, '10.0.0.8', 'the trusted side may resolve inside')
+})
+
+t.test('an internal address is a 502 naming host, address, range and the admitting key, warned once per host', async (t) => {
+  const logger = new RecordingLogger()
+  const guard = new EgressGuard({
+    upstreamUrl: PUBLIC, trusted: false, logger,
+    allowInternalRangesKey: 'mounts.js.upstreams.public.allowInternalRanges',
+    resolve: fakeResolver([{ address: '10.1.2.3', family: 4 }]),
+  })
+  const first = await lookupOnce(guard, false)
+  const second = await lookupOnce(guard, false)
+  t.ok(isServiceError(first.err, 'EGRESS_ADDRESS_INTERNAL'))
+  const err = first.err as ServiceError
+  t.equal(err.status, 502, 'a configuration problem, not a policy verdict')
+  t.equal(err.message, 'the upstream host public.test resolves to 10.1.2.3, in the internal range 10.0.0.0/8, which the egress policy refuses; '
+    + 'if that address is intended, list the range in mounts.js.upstreams.public.allowInternalRanges')
+  t.ok(isServiceError(second.err, 'EGRESS_ADDRESS_INTERNAL'), 'refused again')
+  const warned = logger.find(INTERNAL_ADDRESS_LOG)
+  t.equal(warned.length, 1, 'one warning for the host, however many requests')
+  t.same(warned[0]?.data, { host: 'public.test', address: '10.1.2.3', range: '10.0.0.0/8', setting: 'mounts.js.upstreams.public.allowInternalRanges' })
+  t.equal(warned[0]?.level, 'warn')
+  t.equal(internalRangeOf('::ffff:192.168.1.1'), '192.168.0.0/16', 'a mapped address names its IPv4 range')
+  t.equal(internalRangeOf('fd12::1'), 'fc00::/7')
+  t.equal(internalRangeOf('8.8.8.8'), undefined)
+  const policy = syncCode(() => guard.checkUrl(new URL('https://evil.test/x')))
+  t.equal(policy, 'EGRESS_REFUSED', 'a policy refusal keeps its own code (403)')
 })
 
 t.test('tarball authority: another host or port is refused unless the policy respects it', async (t) => {
@@ -132,7 +159,7 @@ t.test('through the client, against real https servers', async (t) => {
 
   t.test('a public upstream at 127.0.0.1 is refused unless 127.0.0.0/8 is exempt', async (t) => {
     const blocked = makeClient(t, { url: up.origin, trusted: false, caPem: ca.caPem })
-    t.equal(await codeOf(blocked.client.fetchDocument('left-pad')), 'EGRESS_REFUSED')
+    t.equal(await codeOf(blocked.client.fetchDocument('left-pad')), 'EGRESS_ADDRESS_INTERNAL')
     t.equal(blocked.counters.get('egress'), 1)
     t.equal(blocked.logger.find(METADATA_FETCH_FAILED)[0]?.level, 'error')
     const allowed = makeClient(t, { url: up.origin, trusted: false, caPem: ca.caPem, allowInternalRanges: ['127.0.0.0/8'] })
@@ -144,7 +171,7 @@ t.test('through the client, against real https servers', async (t) => {
   t.test('a name resolving to loopback (localhost) is refused after resolution', async (t) => {
     const before = up.seen.length
     const { client } = makeClient(t, { url: `https://localhost:${up.port}/`, trusted: false, caPem: ca.caPem })
-    t.equal(await codeOf(client.fetchDocument('left-pad')), 'EGRESS_REFUSED')
+    t.equal(await codeOf(client.fetchDocument('left-pad')), 'EGRESS_ADDRESS_INTERNAL')
     t.equal(up.seen.length, before, 'nothing reached the server')
   })
 
@@ -166,7 +193,7 @@ t.test('through the client, against real https servers', async (t) => {
     const res = await client.openArtifact(new URL(`${up.origin}/a/-/a-1.0.0.tgz`), { method: 'GET', bearer: new BearerToken('client-cred') })
     res.body?.destroy()
     t.equal(up.seen[before]?.headers.authorization, undefined, 'the client credential is not sent')
-    t.equal(await codeOf(client.openArtifact(new URL(`http://127.0.0.1:${up.port}/a.tgz`), { method: 'GET' })), 'EGRESS_REFUSED')
+    t.equal(await codeOf(client.openArtifact(new URL(`http://127.0.0.1:${up.port}/a.tgz`), { method: 'GET' })), 'EGRESS_REFUSED', 'plain http')
     t.equal(await codeOf(client.openArtifact(new URL('https://elsewhere.test/a.tgz'), { method: 'GET' })), 'EGRESS_REFUSED',
       'a host off the allowlist')
   })
@@ -185,7 +212,7 @@ t.test('through the client, against real https servers', async (t) => {
     const offList = makeClient(t, { url: up.origin, trusted: false, caPem: ca.caPem, respectUpstreamTarballHost: true })
     t.equal(await codeOf(offList.client.openArtifact(new URL('https://cdn.test/a.tgz'), { method: 'GET' })), 'EGRESS_REFUSED',
       'an admitted authority still needs the allowlist')
-    t.equal(await codeOf(offList.client.openArtifact(crossPort, { method: 'GET' })), 'EGRESS_REFUSED',
+    t.equal(await codeOf(offList.client.openArtifact(crossPort, { method: 'GET' })), 'EGRESS_ADDRESS_INTERNAL',
       'and the internal-range block')
   })
 
