@@ -186,6 +186,11 @@ export class EnqueueBuffer {
       this.#counts.recent++
       return
     }
+    // The drain ended while the memory answered: nothing will send it.
+    if (this.#stopped) {
+      this.#lose(held, 'shutdown', 'dropped')
+      return
+    }
     this.#waiting.push(held)
     this.#pump()
   }

@@ -225,6 +225,21 @@ t.test('close: held jobs are sent within the grace; what is still held at its en
   t.match(drained.stats(), { sent: 5, dropped: 0 })
 })
 
+t.test('a job whose memory answers after the drain ended is lost and counted, not left held', async (t) => {
+  const queue = new ScriptedQueue()
+  const logger = new RecordingLogger()
+  let answer: ((claimed: boolean) => void) | undefined
+  const slow: EnqueueMemory = { claim: () => new Promise<boolean>((resolve) => { answer = resolve }), release: async () => {} }
+  const buffer = new EnqueueBuffer({ queue, logger, maxBytes: 1024 * 1024, memory: slow, memoryTtlMs: 60_000 })
+  const enqueued = buffer.enqueue(job(1))
+  await until(() => answer !== undefined)
+  await buffer.close(10)
+  answer!(true)
+  await enqueued
+  t.match(buffer.stats(), { buffered: 0, bufferedBytes: 0, dropped: 1, sent: 0 })
+  t.equal(lostLines(logger).reduce((n, l) => n + (l.reasons['shutdown'] ?? 0), 0), 1)
+})
+
 t.test('the local memory is bounded: the oldest claim goes first', async (t) => {
   const clock = new ManualClock()
   const memory = new LocalEnqueueMemory({ maxEntries: 3, clock })
