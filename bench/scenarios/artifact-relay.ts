@@ -32,20 +32,18 @@
  * BENCH_RELAY_CPU_PROF=<dir> runs the throughput relay process under
  * `--cpu-prof`, its profile written to that folder when the scenario ends.
  */
-import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { ChildPeer } from '../peers/child-peer.js'
 import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
 import { fetchBytes, measureServer, type LoadShape } from '../lib/baselines.js'
 import { defaultLoadTool, pooledPercentileMs, type LatencyHistogram } from '../lib/load.js'
 import { loadWarnings, type MeasuredServer } from '../lib/load-rows.js'
 import { isUnavailable, startNginx, type NginxServer } from '../lib/nginx.js'
 import { peakRssBytes, rssBytes, treeRssBytes } from '../lib/peak-rss.js'
+import { startRelay, type RelayProcess } from '../lib/relay-process.js'
 import type { Measurement, Row, Scenario, ScenarioResult } from '../lib/scenario.js'
 
 const MIB = 1024 * 1024
@@ -64,26 +62,6 @@ interface Artifact { readonly label: string, readonly bytes: number, readonly na
 
 function artifactPath(a: Artifact): string {
   return `/${a.name}/-/${a.file}`
-}
-
-interface RelayProcess { readonly origin: string, readonly pid: number, stop(): Promise<void> }
-
-async function startRelay(upstream: string, profileDir?: string): Promise<RelayProcess> {
-  const runner = fileURLToPath(new URL('../runners/artifact-relay-server.js', import.meta.url))
-  // The runner exits through process.exit on SIGTERM, which writes the profile.
-  const execArgv = profileDir === undefined || profileDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
-  const child = fork(runner, [upstream], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], execArgv })
-  const peer = new ChildPeer('artifact relay', child)
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the relay did not listen:\n${peer.output}`)), 30_000)
-    child.once('message', (m: { port?: unknown }) => {
-      clearTimeout(timer)
-      if (typeof m.port === 'number') resolve(m.port)
-      else reject(new Error(`unexpected message ${JSON.stringify(m)}`))
-    })
-    void peer.exited.then(() => { clearTimeout(timer); reject(new Error(`the relay exited:\n${peer.output}`)) })
-  })
-  return { origin: `http://127.0.0.1:${port}/js`, pid: peer.pid, stop: () => peer.stop() }
 }
 
 /**

@@ -75,6 +75,8 @@ const QueueSchema = Type.Object({
   region: Type.Optional(Type.String({ minLength: 1 })),
   endpoint: Type.Optional(Url('SQS endpoint override')),
   maxReceiveCount: Defaulted(Type.Integer({ minimum: 1, description: 'delivery budget of a mirror job' }), 5),
+  enqueueBufferBytes: Defaulted(Type.Integer({ minimum: 65_536, description: 'bound of the proxy\'s enqueue buffer: mirror jobs held until the queue takes them (charged to the memory plan)' }), 8_388_608),
+  enqueueMemorySeconds: Defaulted(Type.Integer({ minimum: 0, description: 'how long the proxy remembers an artifact it enqueued and adds no job for it again; 0 = no memory' }), 300),
 }, closed)
 
 const StoreSchema = Type.Object({

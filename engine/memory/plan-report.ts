@@ -64,8 +64,9 @@ export interface PlanDescription {
     readonly workBytes: FigureDescription<number>
   }
   readonly enqueueBuffer: {
-    readonly jobs: FigureDescription<number>
     readonly bytes: FigureDescription<number>
+    readonly memoryEntries: FigureDescription<number>
+    readonly memoryBytes: FigureDescription<number>
   }
   readonly metadataIngestCeiling: { readonly maxResponseBytes: FigureDescription<number> }
   readonly serveAdmission: {
@@ -124,7 +125,7 @@ export function describePlan(plan: MemoryPlan): PlanDescription {
       jobAllowanceBytes: d(plan.mirror.jobAllowanceBytes),
       workBytes: d(plan.mirror.workBytes),
     },
-    enqueueBuffer: { jobs: d(plan.enqueueBuffer.jobs), bytes: d(plan.enqueueBuffer.bytes) },
+    enqueueBuffer: { bytes: d(plan.enqueueBuffer.bytes), memoryEntries: d(plan.enqueueBuffer.memoryEntries), memoryBytes: d(plan.enqueueBuffer.memoryBytes) },
     metadataIngestCeiling: { maxResponseBytes: d(plan.maxResponseBytes) },
     serveAdmission: {
       maxInFlight: d(plan.serveMaxInFlight),

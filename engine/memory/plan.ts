@@ -24,8 +24,13 @@
  *     embedded queue's own bound (engine/queue/embedded-queue-bounds.ts:
  *     16 MiB of bodies plus 512 bytes of bookkeeping for each of its 10,000
  *     jobs, 21 MiB in whole MiB; nothing with `queue.kind: sqs`), and the
- *     enqueue buffer, 256 jobs waiting for their send at 17 KiB each (an
- *     8 KiB body, the job it was encoded from, and 1 KiB of objects), 5 MiB;
+ *     proxy's enqueue side (engine/mirror/enqueue-buffer.ts): the buffer's
+ *     own bound, `queue.enqueueBufferBytes` (8 MiB by default; it charges
+ *     each job twice its body plus 1 KiB against it, so it holds about 4,500
+ *     jobs of a typical 400-byte body, 480 of the largest), plus the local
+ *     recent-enqueue memory when `queue.enqueueMemorySeconds` is not 0
+ *     (engine/mirror/enqueue-memory.ts: 16,384 claims at 256 bytes each,
+ *     a 64-character key, its time and the map's slot, 4 MiB); 12 MiB in all;
  *   - publish bodies: nothing reserved: a publish body is transient work,
  *     charged to the memory gate chunk by chunk while it is read and again
  *     before it is parsed (server/routes/publish-route.ts), bounded by
@@ -97,6 +102,10 @@ export interface PlanWork {
   readonly mirrorTarget?: boolean | undefined
   /** `queue.kind`: the embedded queue keeps its pending jobs in memory; SQS keeps none. Default embedded. */
   readonly queueKind?: 'embedded' | 'sqs' | undefined
+  /** `queue.enqueueBufferBytes`: the bound of the proxy's enqueue buffer. Default ENQUEUE_BUFFER_BYTES. */
+  readonly enqueueBufferBytes?: number | undefined
+  /** `queue.enqueueMemorySeconds` is not 0: the local recent-enqueue memory is kept. Default true. */
+  readonly enqueueMemory?: boolean | undefined
 }
 
 export interface PlanCgroup {
@@ -137,11 +146,13 @@ export interface MirrorPlan {
   readonly wantedConcurrency: number
 }
 
-/** The enqueue buffer between the artifact route and the queue (engine/mirror/enqueue-buffer.ts's capacity). */
+/** The proxy's enqueue side: the buffer between the artifact route and the queue, and the recent-enqueue memory. */
 export interface EnqueueBufferPlan {
-  /** Jobs it may hold; 0 without a mirror target. */
-  readonly jobs: Figure<number>
+  /** The buffer's bound (engine/mirror/enqueue-buffer.ts `maxBytes`); 0 without a mirror target. */
   readonly bytes: Figure<number>
+  /** Claims the local recent-enqueue memory keeps (engine/mirror/enqueue-memory.ts); 0 without one. */
+  readonly memoryEntries: Figure<number>
+  readonly memoryBytes: Figure<number>
 }
 
 export interface MemoryPlan {
@@ -190,10 +201,11 @@ export const CACHE_MIN = 64 * MiB
 /** Heap per pending embedded-queue job beside its body: the entry, its id and key, map and heap slots. */
 export const QUEUE_ENTRY_OVERHEAD = 512
 export const IN_MEMORY_QUEUE_BYTES = Math.ceil((EMBEDDED_QUEUE_BOUNDS.maxBytes + EMBEDDED_QUEUE_BOUNDS.maxJobs * QUEUE_ENTRY_OVERHEAD) / MiB) * MiB
-export const ENQUEUE_BUFFER_JOBS = 256
-/** A waiting job: its encoded body (at most the queue's body limit), the job it came from, and their objects. */
-export const ENQUEUE_BUFFER_BYTES_PER_JOB = 2 * EMBEDDED_QUEUE_BOUNDS.maxBodyBytes + 1024
-export const ENQUEUE_BUFFER_BYTES = Math.ceil((ENQUEUE_BUFFER_JOBS * ENQUEUE_BUFFER_BYTES_PER_JOB) / MiB) * MiB
+/** `queue.enqueueBufferBytes`'s default (engine/config/schema.ts states it too). */
+export const ENQUEUE_BUFFER_BYTES = 8 * MiB
+/** The local recent-enqueue memory: claims kept, and what each costs (a 64-character key, its time, the map's slot). */
+export const ENQUEUE_MEMORY_ENTRIES = 16_384
+export const ENQUEUE_MEMORY_BYTES_PER_ENTRY = 256
 export const MIRROR_JOB_ALLOWANCE = 16 * MiB
 export const MIRROR_JOBS_PER_CORE = 2
 export const MIRROR_CONCURRENCY_MAX = 8
@@ -229,6 +241,17 @@ function positivePin(name: string, value: number | undefined, zeroIsAutomatic: b
 
 function wholeMiB(bytes: number): number {
   return Math.floor(bytes / MiB) * MiB
+}
+
+/** The enqueue buffer's bound and the local recent-enqueue memory, only with a mirror target (no job is made otherwise). */
+function enqueuePlan(mirrorTarget: boolean, work: PlanWork): EnqueueBufferPlan {
+  const pinned = positivePin('queue.enqueueBufferBytes', work.enqueueBufferBytes, false)
+  const entries = mirrorTarget && work.enqueueMemory !== false ? ENQUEUE_MEMORY_ENTRIES : 0
+  return Object.freeze({
+    bytes: !mirrorTarget ? fig(0, 'default') : pinned === undefined || pinned === ENQUEUE_BUFFER_BYTES ? fig(ENQUEUE_BUFFER_BYTES, 'default') : fig(pinned, 'pin'),
+    memoryEntries: fig(entries, 'default'),
+    memoryBytes: fig(entries * ENQUEUE_MEMORY_BYTES_PER_ENTRY, 'default'),
+  })
 }
 
 export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
@@ -285,11 +308,9 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
       : fig(Math.max(CACHE_MIN, Math.floor(live * CACHE_SHARE)), 'derived')
   const idleProcessBytes = fig(IDLE_MAIN + IDLE_PER_THREAD * n, 'derived')
   const inMemoryQueueBytes = fig(mirrorTarget && work.queueKind !== 'sqs' ? IN_MEMORY_QUEUE_BYTES : 0, 'default')
-  const enqueueBuffer: EnqueueBufferPlan = Object.freeze({
-    jobs: fig(mirrorTarget ? ENQUEUE_BUFFER_JOBS : 0, 'default'),
-    bytes: fig(mirrorTarget ? ENQUEUE_BUFFER_BYTES : 0, 'default'),
-  })
-  const queueTenantsBytes = fig(inMemoryQueueBytes.value + enqueueBuffer.bytes.value, 'default')
+  const enqueueBuffer = enqueuePlan(mirrorTarget, work)
+  const enqueueBytes = fig(enqueueBuffer.bytes.value + enqueueBuffer.memoryBytes.value, enqueueBuffer.bytes.origin)
+  const queueTenantsBytes = fig(inMemoryQueueBytes.value + enqueueBytes.value, enqueueBytes.origin)
   // Publish bodies are charged to the gate while in flight (publish-route.ts), not reserved here.
   const publishBodiesBytes = fig(0, 'default')
   const fixed = cacheBudgetBytes.value + queueTenantsBytes.value + publishBodiesBytes.value + idleProcessBytes.value
@@ -298,7 +319,7 @@ export function computePlan(inputs: PlanInputs = {}): MemoryPlan {
     cacheBytes: cacheBudgetBytes,
     queueTenantsBytes,
     inMemoryQueueBytes,
-    enqueueBufferBytes: enqueueBuffer.bytes,
+    enqueueBufferBytes: enqueueBytes,
     publishBodiesBytes,
     mirrorWorkBytes: mirror.workBytes,
     idleProcessBytes,

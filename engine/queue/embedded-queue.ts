@@ -3,8 +3,9 @@
  * disk, with no service to run (DESIGN.md, "Embedded by default").
  *
  * State lives in memory and in an append-only journal (queue-journal.ts):
- * - `send` resolves only once its record is fsynced, so a process killed
- *   with SIGKILL after `send` resolved loses nothing;
+ * - `send` and `sendBatch` resolve only once their records are fsynced, so
+ *   a process killed with SIGKILL after one resolved loses nothing; a batch
+ *   is one append (one write, one sync);
  * - `receive` also waits for its records, so the receive count survives a
  *   crash: a job that kills its worker still runs down its redrive budget
  *   instead of crashing workers forever;
@@ -34,11 +35,11 @@ import type { Clock } from '../clock.js'
 import { ServiceError, toServiceError } from '../errors.js'
 import { silentLogger } from '../log/logger.js'
 import type { Logger } from '../log/logger.js'
-import { checkReceive, checkSend, checkVisibility } from './queue-arguments.js'
+import { checkBatch, checkReceive, checkSend, checkVisibility } from './queue-arguments.js'
 import { QueueJournal } from './queue-journal.js'
 import type { JournalFiles, JournalHealth, JournalRecord, SendRecord } from './queue-journal.js'
 import { QUEUE_LIMITS, QueueFailureReason } from './queue.js'
-import type { Queue, QueueAttributes, QueueMessage, ReceiveOptions, SendOptions, SendResult } from './queue.js'
+import type { Queue, QueueAttributes, QueueMessage, ReceiveOptions, SendBatchEntry, SendBatchOutcome, SendOptions, SendResult } from './queue.js'
 import { VisibilityHeap } from './visibility-heap.js'
 import { checkBounds, DEAD_LETTERS_DROPPED, maxLineBytesFor, QUEUE_FULL, QUEUE_REPLAY_DROPPED, QUEUE_ROOM_AGAIN } from './embedded-queue-bounds.js'
 import type { EmbeddedQueueBounds } from './embedded-queue-bounds.js'
@@ -220,48 +221,80 @@ export class EmbeddedQueue implements Queue {
   }
 
   async send(body: string, options: SendOptions = {}): Promise<SendResult> {
+    const [outcome] = await this.sendBatch([{ ...options, body }])
+    if (outcome === undefined) throw new ServiceError('QUEUE_FAILURE', { message: 'the send had no outcome', data: { reason: QueueFailureReason.UNAVAILABLE } })
+    if (outcome.failure !== undefined) throw outcome.failure
+    return outcome
+  }
+
+  /**
+   * Every entry the batch adds goes to disk in one journal append (one write
+   * and one sync, shared with any append already waiting: group commit), so
+   * a batch of ten costs what one send costs.
+   */
+  async sendBatch(entries: readonly SendBatchEntry[]): Promise<SendBatchOutcome[]> {
     this.#checkOpen()
-    checkSend(body, options)
-    const size = Buffer.byteLength(body)
-    if (size > this.#bounds.maxBodyBytes) {
-      this.#counts.refusedTooLarge++
-      throw new ServiceError('QUEUE_FAILURE', {
-        message: `the message body exceeds this queue's ${this.#bounds.maxBodyBytes} bytes`,
-        data: { reason: QueueFailureReason.TOO_LARGE, bytes: size, maxBodyBytes: this.#bounds.maxBodyBytes },
-      })
-    }
+    checkBatch(entries)
+    const outcomes: (SendBatchOutcome | undefined)[] = entries.map((entry) => this.#refusal(entry))
+    if (outcomes.every((o) => o !== undefined)) return outcomes as SendBatchOutcome[]
     // Refused before any state changes while the journal cannot be written.
     await this.#journal.writable()
     this.#checkOpen()
-    // From here to the append, nothing awaits: the key check and the insert are one step.
-    const key = options.dedupKey
-    const pending = key === undefined ? undefined : this.#keys.get(key)
-    if (pending !== undefined) {
-      this.#counts.deduplicated++
-      await pending.written // the pending send may still be on its way to disk; its failure is this send's too
-      return { messageId: pending.id, deduplicated: true }
+    // From here to the append, nothing awaits: each key check and its insert are one step.
+    const added: { index: number, entry: Entry }[] = []
+    const answered: { index: number, pending: Entry }[] = []
+    const now = this.#clock.now()
+    entries.forEach(({ body, delaySeconds, dedupKey: key }, index) => {
+      if (outcomes[index] !== undefined) return
+      const pending = key === undefined ? undefined : this.#keys.get(key)
+      if (pending !== undefined) {
+        this.#counts.deduplicated++
+        answered.push({ index, pending })
+        return
+      }
+      const size = Buffer.byteLength(body)
+      if (this.#entries.size >= this.#bounds.maxJobs || this.#bytes + size > this.#bounds.maxBytes) {
+        outcomes[index] = { failure: this.#full() }
+        return
+      }
+      if (this.#fullEpisode !== undefined) {
+        this.#logger.info(QUEUE_ROOM_AGAIN, { dir: this.#dir, dropped: this.#fullEpisode.dropped, jobs: this.#entries.size, bytes: this.#bytes })
+        this.#fullEpisode = undefined
+      }
+      added.push({ index, entry: this.#insert(randomUUID(), body, size, key, now + (delaySeconds ?? 0) * 1000) })
+    })
+    if (added.length > 0) {
+      this.#wake()
+      const written = this.#appendAndMaybeCompact(added.map(({ entry }) => toSendRecord(entry)))
+      written.catch(() => {}) // awaited below; de-duplicated senders may await it too
+      for (const { entry } of added) entry.written = written
+      try {
+        await written
+        for (const { index, entry } of added) {
+          delete entry.written
+          this.#counts.sent++
+          outcomes[index] = { messageId: entry.id }
+        }
+      } catch (error) {
+        // The senders are told it failed: unless a receiver already has one, its message goes
+        // (a recovery rewrite persists memory, and must not persist what was refused).
+        const failure = toServiceError(error, 'QUEUE_FAILURE')
+        for (const { index, entry } of added) {
+          if (this.#entries.get(entry.id) === entry && entry.count === 0) this.#remove(entry)
+          outcomes[index] = { failure }
+        }
+      }
     }
-    if (this.#entries.size >= this.#bounds.maxJobs || this.#bytes + size > this.#bounds.maxBytes) throw this.#full()
-    if (this.#fullEpisode !== undefined) {
-      this.#logger.info(QUEUE_ROOM_AGAIN, { dir: this.#dir, dropped: this.#fullEpisode.dropped, jobs: this.#entries.size, bytes: this.#bytes })
-      this.#fullEpisode = undefined
+    // A pending message may still be on its way to disk; its failure is this entry's too.
+    for (const { index, pending } of answered) {
+      try {
+        await pending.written
+        outcomes[index] = { messageId: pending.id, deduplicated: true }
+      } catch (error) {
+        outcomes[index] = { failure: toServiceError(error, 'QUEUE_FAILURE') }
+      }
     }
-    const id = randomUUID()
-    const entry = this.#insert(id, body, size, key, this.#clock.now() + (options.delaySeconds ?? 0) * 1000)
-    this.#wake()
-    entry.written = this.#appendAndMaybeCompact([toSendRecord(entry)])
-    entry.written.catch(() => {}) // awaited below; de-duplicated senders may await it too
-    try {
-      await entry.written
-    } catch (error) {
-      // The sender is told it failed: unless a receiver already has it, the message goes
-      // (a recovery rewrite persists memory, and must not persist what was refused).
-      if (this.#entries.get(id) === entry && entry.count === 0) this.#remove(entry)
-      throw error
-    }
-    delete entry.written
-    this.#counts.sent++
-    return { messageId: id }
+    return outcomes as SendBatchOutcome[]
   }
 
   async receive(options: ReceiveOptions): Promise<QueueMessage[]> {
@@ -322,6 +355,24 @@ export class EmbeddedQueue implements Queue {
     this.#closed = true
     this.#wake()
     await this.#journal.close()
+  }
+
+  /** An entry's own refusal, before the journal is asked: its arguments, or a body over `maxBodyBytes`. */
+  #refusal(entry: SendBatchEntry): SendBatchOutcome | undefined {
+    try {
+      checkSend(entry.body, entry)
+    } catch (error) {
+      return { failure: toServiceError(error, 'QUEUE_FAILURE') }
+    }
+    const size = Buffer.byteLength(entry.body)
+    if (size <= this.#bounds.maxBodyBytes) return undefined
+    this.#counts.refusedTooLarge++
+    return {
+      failure: new ServiceError('QUEUE_FAILURE', {
+        message: `the message body exceeds this queue's ${this.#bounds.maxBodyBytes} bytes`,
+        data: { reason: QueueFailureReason.TOO_LARGE, bytes: size, maxBodyBytes: this.#bounds.maxBodyBytes },
+      }),
+    }
   }
 
   /** Selects, hides and journals up to `max` visible messages; dead-letters the ones over budget. */

@@ -4,7 +4,7 @@
  */
 import { ServiceError } from '../errors.js'
 import { QUEUE_LIMITS, QueueFailureReason } from './queue.js'
-import type { ReceiveOptions, SendOptions } from './queue.js'
+import type { ReceiveOptions, SendBatchEntry, SendOptions } from './queue.js'
 
 // The characters SQS accepts in a message body.
 const BODY_OUTSIDE_SQS = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u
@@ -30,6 +30,20 @@ export function checkSend(body: unknown, options: SendOptions): void {
   if (key !== undefined && (typeof key !== 'string' || key.length > QUEUE_LIMITS.maxDedupKeyLength || !DEDUP_KEY.test(key))) {
     throw invalidArgument(`dedupKey must be 1 to ${QUEUE_LIMITS.maxDedupKeyLength} printable ASCII characters without spaces`)
   }
+}
+
+/**
+ * The batch as a whole, as SQS judges it before any entry: 1 to 10 entries
+ * and at most 256 KiB of bodies in all. Each entry's own arguments are
+ * `checkSend`'s, judged entry by entry.
+ */
+export function checkBatch(entries: readonly SendBatchEntry[]): void {
+  if (!Array.isArray(entries) || entries.length === 0 || entries.length > QUEUE_LIMITS.maxMessagesPerBatch) {
+    throw invalidArgument(`a batch holds 1 to ${QUEUE_LIMITS.maxMessagesPerBatch} messages`)
+  }
+  let bytes = 0
+  for (const entry of entries) bytes += typeof entry?.body === 'string' ? Buffer.byteLength(entry.body) : 0
+  if (bytes > QUEUE_LIMITS.maxBatchBytes) throw invalidArgument(`the bodies of a batch exceed ${QUEUE_LIMITS.maxBatchBytes} bytes in all`)
 }
 
 export function checkReceive(options: ReceiveOptions): void {

@@ -4,6 +4,7 @@
  * to one SQS call without changing it:
  *
  *   send              SendMessage (MessageBody, DelaySeconds)
+ *   sendBatch         SendMessageBatch (up to 10 entries, one outcome each)
  *   receive           ReceiveMessage (MaxNumberOfMessages, VisibilityTimeout,
  *                     WaitTimeSeconds, AttributeNames ['All'] for
  *                     ApproximateReceiveCount; abortSignal)
@@ -21,6 +22,7 @@
  * Failures are ServiceError 'QUEUE_FAILURE'; `data.reason` tells apart the
  * ones a caller acts on (QueueFailureReason).
  */
+import type { ServiceError } from '../errors.js'
 
 export interface SendOptions {
   /** Seconds before the message first becomes visible; 0 to 900. */
@@ -41,6 +43,20 @@ export interface SendResult {
   /** True when a pending message with the same `dedupKey` stood in for this send; absent or false otherwise. */
   readonly deduplicated?: boolean
 }
+
+/** One message of a `sendBatch`: its body and its own send options. */
+export interface SendBatchEntry extends SendOptions {
+  readonly body: string
+}
+
+/**
+ * What became of one entry of a batch: sent (or answered by a pending
+ * message with its key), or refused on its own, with the failure a `send`
+ * of it alone would have thrown.
+ */
+export type SendBatchOutcome =
+  | (SendResult & { readonly failure?: undefined })
+  | { readonly failure: ServiceError, readonly messageId?: undefined, readonly deduplicated?: undefined }
 
 export interface ReceiveOptions {
   /** Most messages to return; 1 to 10. */
@@ -76,6 +92,18 @@ export interface QueueAttributes {
 
 export interface Queue {
   send(body: string, options?: SendOptions): Promise<SendResult>
+  /**
+   * Sends 1 to QUEUE_LIMITS.maxMessagesPerBatch messages in one call: one
+   * journal write and sync on the embedded queue, one SendMessageBatch
+   * request on SQS. Resolves with one outcome per entry, in entry order, once
+   * every sent entry is durable; an entry can be refused on its own (its
+   * arguments, its size, a full queue, SQS's answer for that entry) while the
+   * others are sent. Rejects as a whole, sending nothing, when the batch
+   * itself is invalid (no entries, too many, over maxBatchBytes) or the queue
+   * cannot take work (reason `unavailable`); on SQS a whole failure may still
+   * have sent some entries (an answer lost on the way back).
+   */
+  sendBatch(entries: readonly SendBatchEntry[]): Promise<SendBatchOutcome[]>
   receive(options: ReceiveOptions): Promise<QueueMessage[]>
   /**
    * Hides the message for `seconds` from now (renewal), or releases it at once
@@ -97,6 +125,9 @@ export interface Queue {
 /** SQS's own limits, applied by every implementation. */
 export const QUEUE_LIMITS = Object.freeze({
   maxMessagesPerReceive: 10,
+  /** SendMessageBatch: at most 10 entries, and 256 KiB of bodies in all. */
+  maxMessagesPerBatch: 10,
+  maxBatchBytes: 262_144,
   maxVisibilitySeconds: 43_200,
   maxWaitSeconds: 20,
   maxDelaySeconds: 900,

@@ -14,17 +14,33 @@
  *
  * Failures are ServiceError QUEUE_FAILURE; `data.transport` carries the SDK
  * error's name (the transport reason logs show), never a message body.
- * `dedupKey` is ignored: a standard queue cannot de-duplicate (queue.ts).
+ *
+ * `sendBatch` is one SendMessageBatch: SQS answers each entry on its own; an
+ * entry SQS refuses as the sender's fault (`SenderFault`) fails with reason
+ * `invalid-argument` (sending it again cannot help), any other with
+ * `unavailable`. A send (one or a batch) that gets no answer within
+ * SEND_TIMEOUT_MS fails `unavailable`, so a caller holding jobs can retry
+ * rather than wait forever on a held connection.
+ *
+ * De-duplication: a standard queue cannot de-duplicate, so `dedupKey` is
+ * ignored there (queue.ts). A FIFO queue (its URL ends in `.fifo`) gets
+ * the key as MessageDeduplicationId, so SQS drops a repeat within its
+ * five-minute window, and as MessageGroupId, so messages of different keys
+ * never wait behind each other; a send without a key uses the body's
+ * SHA-256. SQS does not say which sends it dropped: no outcome is
+ * `deduplicated: true`. A FIFO queue refuses a per-message delay (SQS).
  */
+import { createHash } from 'node:crypto'
 import {
-  ChangeMessageVisibilityCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient,
+  ChangeMessageVisibilityCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient,
+  type BatchResultErrorEntry, type SendMessageBatchRequestEntry,
 } from '@aws-sdk/client-sqs'
 import type { Clock } from '../clock.js'
 import { systemClock } from '../clock.js'
-import { ServiceError } from '../errors.js'
-import { checkReceive, checkSend, checkVisibility } from './queue-arguments.js'
+import { ServiceError, toServiceError } from '../errors.js'
+import { checkBatch, checkReceive, checkSend, checkVisibility } from './queue-arguments.js'
 import { QUEUE_LIMITS, QueueFailureReason } from './queue.js'
-import type { Queue, QueueAttributes, QueueMessage, ReceiveOptions, SendOptions, SendResult } from './queue.js'
+import type { Queue, QueueAttributes, QueueMessage, ReceiveOptions, SendBatchEntry, SendBatchOutcome, SendOptions, SendResult } from './queue.js'
 
 /** The IAM action named when the boot probe of the queue attributes fails (SPEC.md 6.1 item 2). */
 export const SQS_ATTRIBUTES_PERMISSION = 'sqs:GetQueueAttributes'
@@ -40,12 +56,17 @@ export interface SqsQueueOptions {
   readonly clock?: Clock
   /** Receipts remembered for the stale check; the oldest are forgotten beyond it. Default 4096. */
   readonly receiptMemory?: number
+  /** How long a send may go unanswered before it fails `unavailable`. Default SEND_TIMEOUT_MS. */
+  readonly sendTimeoutMs?: number
 }
 
 interface Receipt {
   readonly messageId: string
   readonly receivedAt: number
 }
+
+/** How long a send or a batch may go unanswered (the SDK's own retries included) before it fails `unavailable`. */
+export const SEND_TIMEOUT_MS = 10_000
 
 const RECEIPT_LIFETIME_MS = QUEUE_LIMITS.maxVisibilitySeconds * 1000
 const STALE_NAMES: ReadonlySet<string> = new Set(['ReceiptHandleIsInvalid', 'MessageNotInflight', 'InvalidIdFormat'])
@@ -56,6 +77,9 @@ export class SqsQueue implements Queue {
   readonly #owned: boolean
   readonly #clock: Clock
   readonly #memory: number
+  /** A FIFO queue: sends carry a de-duplication id and a group id. */
+  readonly #fifo: boolean
+  readonly #sendTimeoutMs: number
   /** Receipt handle -> delivery, in receive order. */
   readonly #receipts = new Map<string, Receipt>()
   /** Message id -> its latest receipt handle here. */
@@ -71,6 +95,8 @@ export class SqsQueue implements Queue {
     })
     this.#clock = options.clock ?? systemClock
     this.#memory = options.receiptMemory ?? 4096
+    this.#fifo = this.#url.endsWith('.fifo')
+    this.#sendTimeoutMs = options.sendTimeoutMs ?? SEND_TIMEOUT_MS
   }
 
   get url(): string { return this.#url }
@@ -78,12 +104,47 @@ export class SqsQueue implements Queue {
   async send(body: string, options: SendOptions = {}): Promise<SendResult> {
     this.#checkOpen()
     checkSend(body, options)
-    const out = await this.#call('SendMessage', () => this.#client.send(new SendMessageCommand({
+    const out = await this.#call('SendMessage', (abortSignal) => this.#client.send(new SendMessageCommand({
       QueueUrl: this.#url,
+      ...this.#message(body, options),
+    }), { abortSignal }), this.#sendTimeoutMs)
+    return { messageId: out.MessageId ?? '' }
+  }
+
+  async sendBatch(entries: readonly SendBatchEntry[]): Promise<SendBatchOutcome[]> {
+    this.#checkOpen()
+    checkBatch(entries)
+    const outcomes: (SendBatchOutcome | undefined)[] = new Array(entries.length)
+    const request: SendMessageBatchRequestEntry[] = []
+    entries.forEach((entry, index) => {
+      try {
+        checkSend(entry.body, entry)
+        request.push({ Id: String(index), ...this.#message(entry.body, entry) })
+      } catch (error) {
+        outcomes[index] = { failure: toServiceError(error, 'QUEUE_FAILURE') }
+      }
+    })
+    if (request.length > 0) {
+      const out = await this.#call('SendMessageBatch', (abortSignal) => this.#client.send(new SendMessageBatchCommand({
+        QueueUrl: this.#url,
+        Entries: request,
+      }), { abortSignal }), this.#sendTimeoutMs)
+      for (const sent of out.Successful ?? []) outcomes[Number(sent.Id)] = { messageId: sent.MessageId ?? '' }
+      for (const refused of out.Failed ?? []) outcomes[Number(refused.Id)] = { failure: entryFailure(refused) }
+    }
+    return outcomes.map((outcome) => outcome ?? {
+      failure: new ServiceError('QUEUE_FAILURE', { message: 'SQS answered nothing for this entry', data: { reason: QueueFailureReason.UNAVAILABLE, action: 'SendMessageBatch' } }),
+    })
+  }
+
+  /** The fields of one message; on a FIFO queue its de-duplication and group ids (the header says why). */
+  #message(body: string, options: SendOptions): Omit<SendMessageBatchRequestEntry, 'Id'> {
+    const fifoId = this.#fifo ? options.dedupKey ?? createHash('sha256').update(body).digest('hex') : undefined
+    return {
       MessageBody: body,
       ...(options.delaySeconds === undefined ? {} : { DelaySeconds: options.delaySeconds }),
-    })))
-    return { messageId: out.MessageId ?? '' }
+      ...(fifoId === undefined ? {} : { MessageDeduplicationId: fifoId, MessageGroupId: fifoId }),
+    }
   }
 
   async receive(options: ReceiveOptions): Promise<QueueMessage[]> {
@@ -176,9 +237,10 @@ export class SqsQueue implements Queue {
     }
   }
 
-  async #call<T>(action: string, run: () => Promise<T>): Promise<T> {
+  /** One SQS call; with `timeoutMs`, abandoned (and failed) when it is not answered in time. */
+  async #call<T>(action: string, run: (signal: AbortSignal | undefined) => Promise<T>, timeoutMs?: number): Promise<T> {
     try {
-      return await run()
+      return await run(timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs))
     } catch (error) {
       throw failure(action, error)
     }
@@ -191,6 +253,17 @@ export class SqsQueue implements Queue {
 
 function aborted(signal: AbortSignal | undefined): boolean {
   return signal?.aborted === true
+}
+
+/** SQS's answer for one refused entry of a batch: the sender's fault is final, any other worth another try. */
+function entryFailure(refused: BatchResultErrorEntry): ServiceError {
+  return new ServiceError('QUEUE_FAILURE', {
+    message: `SQS SendMessageBatch refused an entry: ${refused.Code ?? 'unknown'}`,
+    data: {
+      reason: refused.SenderFault === true ? QueueFailureReason.INVALID_ARGUMENT : QueueFailureReason.UNAVAILABLE,
+      action: 'SendMessageBatch', transport: refused.Code ?? 'unknown',
+    },
+  })
 }
 
 function failure(action: string, error: unknown): ServiceError {

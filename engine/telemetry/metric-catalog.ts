@@ -226,16 +226,19 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
   labelled('service.packument.versions.dropped', '{version}', 'versions dropped from a packument as unreadable or inconsistent, by reason', SNAPSHOT_KEYS.packumentVersionsDropped, 'reason'),
   // Revalidation of retained packument answers (issue 17 item 2): not_modified costs no read and no parse.
   labelled('service.packument.revalidations', '{revalidation}', 'retained packument answers checked again, by result: not_modified (every upstream answered 304, nothing read or parsed), modified, failed (rendered again), regated (a quarantine ended or the advisory push expired: rendered again), stale_served (requests served while one ran behind them)', SNAPSHOT_KEYS.packumentRevalidations, 'result'),
-  // The mirror queue (issue 12): what the proxy's enqueue buffer did with each job, and what the embedded queue refused or dropped.
+  // The mirror queue (issues 12 and 30): what the proxy's enqueue buffer did with each job and holds now, and what the embedded queue refused or dropped.
   {
     name: 'service.mirror.enqueue', kind: 'counter', unit: '{job}',
-    description: 'mirror jobs handed to the enqueue buffer, by outcome (dropped: the buffer was full or the job over the 8 KiB bound)',
+    description: 'mirror jobs handed to the enqueue buffer, by outcome (recent: its artifact held or enqueued within queue.enqueueMemorySeconds; dropped: the buffer full, over the 8 KiB bound, or held at shutdown; failed: refused by the queue for good)',
     read: (snapshot, observe) => {
       const stats = part(snapshot, SNAPSHOT_KEYS.mirrorEnqueue)
       if (stats === undefined) return
-      for (const outcome of ['sent', 'deduplicated', 'dropped', 'failed']) observe(numberAt(stats, outcome) ?? 0, { outcome })
+      for (const outcome of ['sent', 'deduplicated', 'recent', 'dropped', 'failed']) observe(numberAt(stats, outcome) ?? 0, { outcome })
     },
   },
+  field('service.mirror.enqueue.retries', 'counter', '{job}', 'mirror jobs put back in the enqueue buffer after a send the queue refused for a reason that can pass (counted at each try)', SNAPSHOT_KEYS.mirrorEnqueue, 'retried'),
+  field('service.mirror.enqueue.backlog', 'gauge', '{job}', 'mirror jobs the enqueue buffer holds now (waiting for the queue, being sent, or to be sent again)', SNAPSHOT_KEYS.mirrorEnqueue, 'buffered'),
+  field('service.mirror.enqueue.backlog_bytes', 'gauge', 'By', 'what those jobs are charged against queue.enqueueBufferBytes; /readyz answers 503 past half of it', SNAPSHOT_KEYS.mirrorEnqueue, 'bufferedBytes'),
   {
     name: 'service.mirror.queue.dropped', kind: 'counter', unit: '{job}',
     description: 'mirror jobs the embedded queue refused or dropped, by reason',

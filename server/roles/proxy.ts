@@ -20,7 +20,6 @@ import { logPlan } from '../../engine/memory/plan-report.js'
 import { BudgetSampler } from '../../engine/memory/sampler.js'
 import { ThreadHeapBoard } from '../../engine/memory/thread-heaps.js'
 import { v8Limits, type V8Limits } from '../../engine/memory/v8-limits.js'
-import { EnqueueBuffer } from '../../engine/mirror/enqueue-buffer.js'
 import { needsAdvisoryDatabase } from '../../engine/policy/advisory-max-age.js'
 import { mountPolicy } from '../../engine/policy/mount-policy.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
@@ -37,6 +36,7 @@ import { hopMarker } from '../routes/hop-marker.js'
 import { mountFallback } from '../routes/js-mount.js'
 import { mountProbes } from '../routes/probes.js'
 import { attachAdvisoryConsumers, readsAdvisories } from './advisory-wiring.js'
+import { attachEnqueueBuffer } from './enqueue-wiring.js'
 import { attachJsMount } from './js-wiring.js'
 import { attachMirrorWorker, type MirrorMountSource } from './mirror.js'
 import { openMirrorQueue } from './mirror-queue.js'
@@ -85,13 +85,9 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   }
   const opened = await openMirrorQueue(ctx)
   const embedded = opened?.queue instanceof EmbeddedQueue ? opened.queue : undefined
-  if (embedded !== undefined) {
-    readiness.addCondition('queue', () => (embedded.health().writable ? undefined : 'journal_unwritable'))
-    snapshots[SNAPSHOT_KEYS.mirrorQueue] = () => embedded.stats()
-  }
-  // Serve-then-enqueue through a small bounded buffer: a slow queue never holds a response or the heap (issue 12).
-  const enqueueBuffer = opened === undefined ? undefined : new EnqueueBuffer({ queue: opened.queue, logger, capacity: plan.enqueueBuffer.jobs.value })
-  if (enqueueBuffer !== undefined) snapshots[SNAPSHOT_KEYS.mirrorEnqueue] = () => enqueueBuffer.stats()
+  if (embedded !== undefined) snapshots[SNAPSHOT_KEYS.mirrorQueue] = () => embedded.stats()
+  // Serve-then-enqueue through a bounded, charged buffer: a slow or refusing queue never holds a response or the heap (issue 30).
+  const enqueueBuffer = opened === undefined ? undefined : attachEnqueueBuffer({ config, logger, clock, plan, queue: opened.queue, embedded, readiness, snapshots })
   mountProbes(door, liveness, readiness)
 
   const parts: ProcessParts = {

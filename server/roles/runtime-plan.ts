@@ -24,6 +24,8 @@ export async function planFor(config: Config): Promise<MemoryPlan> {
     work: {
       mirrorTarget: Object.values(config.mounts).some((mount) => mount?.mirror !== undefined),
       queueKind: config.queue.kind,
+      enqueueBufferBytes: config.queue.enqueueBufferBytes,
+      enqueueMemory: config.queue.enqueueMemorySeconds > 0,
     },
     hostCpuCount: availableParallelism(),
   })

@@ -13,7 +13,7 @@ import t from 'tap'
 import { loadConfig } from '../../engine/config/load.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 import { EMBEDDED_QUEUE_BOUNDS } from '../../engine/queue/embedded-queue-bounds.js'
-import { computePlan, ENQUEUE_BUFFER_JOBS, GiB, MiB, type MemoryPlan } from '../../engine/memory/plan.js'
+import { computePlan, ENQUEUE_BUFFER_BYTES, ENQUEUE_MEMORY_BYTES_PER_ENTRY, ENQUEUE_MEMORY_ENTRIES, GiB, MiB, type MemoryPlan } from '../../engine/memory/plan.js'
 import { describePlan, logPlan, MEMORY_PLAN_TRANSIENT_BUDGET, type PlanDescription } from '../../engine/memory/plan-report.js'
 import { runCheckConfig } from '../../server/roles/check-config.js'
 
@@ -33,9 +33,11 @@ t.test('2 CPU / 1 GiB with a mirror target: every tenant with its origin, mirror
   // The embedded queue's bound: 16 MiB of bodies and 10,000 jobs of 512 bytes of bookkeeping.
   t.equal(EMBEDDED_QUEUE_BOUNDS.maxBytes, 16 * MiB)
   t.same(plan.deductions.inMemoryQueueBytes, { value: 21 * MiB, origin: 'default' })
-  t.same(plan.enqueueBuffer.jobs, { value: ENQUEUE_BUFFER_JOBS, origin: 'default' })
-  t.same(plan.deductions.enqueueBufferBytes, { value: 5 * MiB, origin: 'default' }, '256 jobs of 17 KiB, in whole MiB')
-  t.same(plan.deductions.queueTenantsBytes, { value: 26 * MiB, origin: 'default' })
+  t.same(plan.enqueueBuffer.bytes, { value: 8 * MiB, origin: 'default' })
+  t.same(plan.enqueueBuffer.memoryEntries, { value: 16_384, origin: 'default' })
+  t.same(plan.enqueueBuffer.memoryBytes, { value: 4 * MiB, origin: 'default' }, '16,384 claims of 256 bytes')
+  t.same(plan.deductions.enqueueBufferBytes, { value: 12 * MiB, origin: 'default' }, 'the buffer\'s bound and the recent-enqueue memory')
+  t.same(plan.deductions.queueTenantsBytes, { value: 33 * MiB, origin: 'default' })
   t.same(plan.deductions.publishBodiesBytes, { value: 0, origin: 'default' }, 'no publish relay in this build')
   t.same(plan.cacheBudgetBytes, { value: 64 * MiB, origin: 'derived' }, 'cache retention keeps its SPEC.md budget')
   t.equal(plan.mirror.wantedConcurrency, 4, 'two per core')
@@ -44,7 +46,7 @@ t.test('2 CPU / 1 GiB with a mirror target: every tenant with its origin, mirror
   t.same(plan.mirror.jobAllowanceBytes, { value: 16 * MiB, origin: 'default' })
   t.same(plan.mirror.workBytes, { value: 16 * MiB, origin: 'derived' })
   t.same(plan.deductions.mirrorWorkBytes, plan.mirror.workBytes)
-  t.same(plan.startingBudgetBytes, { value: 38 * MiB, origin: 'derived' }, '176 - 64 - 26 - 32 - 16')
+  t.same(plan.startingBudgetBytes, { value: 31 * MiB, origin: 'derived' }, '176 - 64 - 33 - 32 - 16')
   t.equal(plan.budgetFloorBytes.value, 22 * MiB)
   t.equal(plan.liveCeilingBytes.value, 144 * MiB)
 })
@@ -54,7 +56,7 @@ t.test('a large plan runs every mirror job it wants', async (t) => {
   t.same(plan.mirror.concurrency, { value: 8, origin: 'derived' }, 'two per core, at most 8')
   t.equal(plan.mirror.workBytes.value, 128 * MiB)
   t.equal(describePlan(plan).mirror.shed, false)
-  t.equal(plan.startingBudgetBytes.value, 752 * MiB - Math.floor(752 * MiB * 0.3) - 26 * MiB - 56 * MiB - 128 * MiB)
+  t.equal(plan.startingBudgetBytes.value, 752 * MiB - Math.floor(752 * MiB * 0.3) - 33 * MiB - 56 * MiB - 128 * MiB)
 })
 
 t.test('small automatic plans shed mirror capacity before cache retention', async (t) => {
@@ -84,13 +86,25 @@ t.test('a mirror concurrency pin wins and is never shed; 0 means automatic', asy
 t.test('the SQS queue keeps no jobs in memory; the enqueue buffer stays', async (t) => {
   const plan = computePlan({ cgroup: { cpuCores: 2, memoryLimitBytes: GiB }, work: { mirrorTarget: true, queueKind: 'sqs' } })
   t.equal(plan.deductions.inMemoryQueueBytes.value, 0)
-  t.equal(plan.deductions.queueTenantsBytes.value, 5 * MiB)
+  t.equal(plan.deductions.queueTenantsBytes.value, 12 * MiB)
+})
+
+t.test('queue.enqueueBufferBytes pins the buffer; no recent-enqueue memory, no charge for it', async (t) => {
+  const pinned = computePlan({ cgroup: { cpuCores: 2, memoryLimitBytes: GiB }, work: { mirrorTarget: true, enqueueBufferBytes: 2 * MiB, enqueueMemory: false } })
+  t.same(pinned.enqueueBuffer.bytes, { value: 2 * MiB, origin: 'pin' })
+  t.same([pinned.enqueueBuffer.memoryEntries.value, pinned.enqueueBuffer.memoryBytes.value], [0, 0])
+  t.same(pinned.deductions.enqueueBufferBytes, { value: 2 * MiB, origin: 'pin' })
+  t.equal(ENQUEUE_MEMORY_ENTRIES * ENQUEUE_MEMORY_BYTES_PER_ENTRY, 4 * MiB)
+  const loaded = loadConfig({ env: { SERVICE_MOUNTS__JS__UPSTREAMS__PUBLIC__URL: 'https://upstream.invalid/' }, npmRegistry: () => undefined })
+  if (!loaded.ok) throw new Error('the configuration did not load')
+  t.equal(loaded.config.queue.enqueueBufferBytes, ENQUEUE_BUFFER_BYTES, 'the schema\'s default is the plan\'s')
+  t.equal(loaded.config.queue.enqueueMemorySeconds, 300)
 })
 
 t.test('without a mirror target nothing is held for the queue or the mirror', async (t) => {
   const plan = computePlan({ cgroup: { cpuCores: 2, memoryLimitBytes: GiB } })
   t.same(plan.mirror, { concurrency: { value: 0, origin: 'default' }, jobAllowanceBytes: { value: 0, origin: 'default' }, workBytes: { value: 0, origin: 'default' }, wantedConcurrency: 0 })
-  t.equal(plan.enqueueBuffer.jobs.value, 0)
+  t.same([plan.enqueueBuffer.bytes.value, plan.enqueueBuffer.memoryBytes.value, plan.deductions.enqueueBufferBytes.value], [0, 0, 0])
   t.equal(plan.deductions.inMemoryQueueBytes.value, 0)
 })
 
@@ -104,15 +118,15 @@ t.test('the boot line names the tenants and the mirror plan', async (t) => {
   const logger = new RecordingLogger()
   logPlan(mirrored(2, GiB), logger)
   t.match(logger.find(MEMORY_PLAN_TRANSIENT_BUDGET)[0]?.data, {
-    startingBudgetBytes: { value: 38 * MiB },
+    startingBudgetBytes: { value: 31 * MiB },
     deductions: {
       inMemoryQueueBytes: { value: 21 * MiB, origin: 'default' },
-      enqueueBufferBytes: { value: 5 * MiB, origin: 'default' },
+      enqueueBufferBytes: { value: 12 * MiB, origin: 'default' },
       publishBodiesBytes: { value: 0, origin: 'default' },
       mirrorWorkBytes: { value: 16 * MiB, origin: 'derived' },
     },
     mirror: { concurrency: { value: 1, origin: 'derived' }, wantedConcurrency: 4, shed: true, jobAllowanceBytes: { value: 16 * MiB } },
-    enqueueBuffer: { jobs: { value: 256 } },
+    enqueueBuffer: { bytes: { value: 8 * MiB }, memoryEntries: { value: 16_384 }, memoryBytes: { value: 4 * MiB } },
   })
 })
 
@@ -140,7 +154,7 @@ t.test('service check-config --json predicts the mirror plan from the configurat
   const withMirror = await run({ SERVICE_MOUNTS__JS__MIRROR__TARGET: 'https://mirror.invalid/' })
   t.same(withMirror.mirror.concurrency, { value: 1, origin: 'derived' })
   t.same(withMirror.transientBudget.deductions.inMemoryQueueBytes, { value: 21 * MiB, origin: 'default' })
-  t.equal(withMirror.transientBudget.startingBudgetBytes.value, 38 * MiB)
+  t.equal(withMirror.transientBudget.startingBudgetBytes.value, 31 * MiB)
   t.equal(withMirror.heapCeilingBytes.value, 832 * MiB, 'the SPEC.md 8.2 row is unchanged')
   const pinned = await run({ SERVICE_MOUNTS__JS__MIRROR__TARGET: 'https://mirror.invalid/', SERVICE_LIMITS__MIRROR_CONCURRENCY: '3' })
   t.same(pinned.mirror.concurrency, { value: 3, origin: 'pin' })

@@ -188,6 +188,7 @@ t.test('the drain: no receive after stop, a running job finishes and is deleted,
   let receivesWhileStopping = 0
   const counted: Queue = {
     send: (body, options) => queue.send(body, options),
+    sendBatch: (entries) => queue.sendBatch(entries),
     receive: (options) => { if (stopping) receivesWhileStopping++; return queue.receive(options) },
     changeVisibility: (handle, seconds) => queue.changeVisibility(handle, seconds),
     delete: (handle) => queue.delete(handle),

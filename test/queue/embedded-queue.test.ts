@@ -18,7 +18,7 @@ t.test('the shared queue suite, embedded queue', async (t) => {
     const deadLetter = await EmbeddedQueue.open({ dir: join(root, 'dead-letter'), clock })
     const queue = await EmbeddedQueue.open({ dir: join(root, 'jobs'), clock, redrive: { maxReceiveCount, deadLetterQueue: deadLetter } })
     return {
-      queue, deadLetter,
+      queue, deadLetter, deduplicates: true,
       elapse: async (seconds) => { clock.advance(seconds * 1000) },
       close: async () => {
         await queue.close()

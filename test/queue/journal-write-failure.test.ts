@@ -127,3 +127,25 @@ t.test('a compaction that meets a full disk: the journal stays whole, the queue 
   const bodies = (await reopened.receive({ max: 10, visibilitySeconds: 30 })).map((m) => m.body)
   t.same(bodies.sort(), ['after', 'kept'])
 })
+
+t.test('a batch that meets the full disk: every entry fails, none appears later; the next batch is refused whole', async (t) => {
+  const dir = await folder(t)
+  const disk = new InjectedDisk()
+  const queue = await EmbeddedQueue.open({ dir, files: disk })
+  t.teardown(() => queue.close())
+  await queue.sendBatch([{ body: 'kept 1' }, { body: 'kept 2', dedupKey: 'k' }])
+  disk.full = true
+  const outcomes = await queue.sendBatch([{ body: 'refused 1' }, { body: 'refused 2', dedupKey: 'r' }, { body: 'refused 2 twin', dedupKey: 'r' }])
+  t.ok(outcomes.every((o) => o.failure?.data?.['reason'] === QueueFailureReason.UNAVAILABLE), 'each entry, its twin too, fails unavailable')
+  await rejectsWithReason(t, queue.sendBatch([{ body: 'refused 3' }]), QueueFailureReason.UNAVAILABLE, 'the next batch is refused whole')
+  t.equal(queue.stats().jobs, 2, 'the refused entries left nothing behind')
+  disk.full = false
+  await sleep(1100)
+  const after = await queue.sendBatch([{ body: 'after' }, { body: 'kept 2 twin', dedupKey: 'k' }])
+  t.same(after[1], { messageId: after[1]?.messageId, deduplicated: true }, 'the kept keyed message still answers its key')
+  await queue.close()
+  const reopened = await EmbeddedQueue.open({ dir, clock: { now: () => Date.now() + 3_600_000 } })
+  t.teardown(() => reopened.close())
+  const bodies = (await reopened.receive({ max: 10, visibilitySeconds: 30 })).map((m) => m.body)
+  t.same(bodies.sort(), ['after', 'kept 1', 'kept 2'])
+})

@@ -14,6 +14,8 @@ export interface QueueHarness {
   /** A queue with a redrive policy of `maxReceiveCount` into `deadLetter`. */
   readonly queue: Queue
   readonly deadLetter: Queue
+  /** Whether a pending message answers a send with its dedupKey (embedded: yes; an SQS standard queue: no). */
+  readonly deduplicates: boolean
   /** Lets `seconds` pass on the queue's clock: a ManualClock, or real time for SQS. */
   elapse(seconds: number): Promise<void>
   close(): Promise<void>
@@ -140,6 +142,52 @@ export function queueSuite(t: Test, makeHarness: QueueFactory): void {
     await queue.changeVisibility(second!.receiptHandle, 0)
     const [third] = await queue.receive({ max: 1, visibilitySeconds: 300 })
     t.equal(third?.messageId, first?.messageId, 'the stale delete did not delete')
+  })
+
+  withQueue('sendBatch sends every entry once, answering each in order', 5, async (t, { queue }) => {
+    const bodies = Array.from({ length: 10 }, (_, i) => `batched ${i}`)
+    const outcomes = await queue.sendBatch(bodies.map((body) => ({ body })))
+    t.equal(outcomes.length, 10)
+    t.ok(outcomes.every((o) => o.failure === undefined && /\S/.test(o.messageId)), 'every entry sent')
+    const seen: QueueMessage[] = []
+    for (let guard = 0; guard < 10 && seen.length < 10; guard++) seen.push(...await queue.receive({ max: 10, visibilitySeconds: 30 }))
+    t.same(seen.map((m) => m.body).sort(), [...bodies].sort(), 'each body once')
+    const idOf = new Map(seen.map((m) => [m.body, m.messageId]))
+    t.same(outcomes.map((o) => o.messageId), bodies.map((b) => idOf.get(b)), 'outcomes in entry order')
+  })
+
+  withQueue('an entry refused on its own leaves the others of its batch sent', 5, async (t, { queue }) => {
+    const outcomes = await queue.sendBatch([{ body: 'first' }, { body: 'nul \0' }, { body: 'third', delaySeconds: 901 }, { body: 'fourth' }])
+    t.ok(outcomes[0]?.failure === undefined && outcomes[3]?.failure === undefined, 'the valid entries are sent')
+    for (const index of [1, 2]) {
+      const failure = outcomes[index]?.failure
+      t.ok(isServiceError(failure, 'QUEUE_FAILURE') && failure.data?.['reason'] === QueueFailureReason.INVALID_ARGUMENT, `entry ${index} refused as invalid`)
+    }
+    const seen: QueueMessage[] = []
+    for (let guard = 0; guard < 10 && seen.length < 2; guard++) seen.push(...await queue.receive({ max: 10, visibilitySeconds: 30 }))
+    t.same(seen.map((m) => m.body).sort(), ['first', 'fourth'])
+  })
+
+  withQueue('a batch of none, of more than ten or over 256 KiB in all is refused whole', 5, async (t, { queue }) => {
+    const refused = (p: Promise<unknown>, what: string) => rejectsWithReason(t, p, QueueFailureReason.INVALID_ARGUMENT, what)
+    await refused(queue.sendBatch([]), 'no entries')
+    await refused(queue.sendBatch(Array.from({ length: 11 }, (_, i) => ({ body: `job ${i}` }))), 'eleven entries')
+    await refused(queue.sendBatch(Array.from({ length: 2 }, () => ({ body: 'x'.repeat(140_000) }))), '280 KB of bodies')
+    t.same(await queue.receive({ max: 10, visibilitySeconds: 30 }), [], 'nothing of them was sent')
+  })
+
+  withQueue('keyed entries of one batch: a pending twin answers the second when the queue de-duplicates', 5, async (t, { queue, deduplicates }) => {
+    const outcomes = await queue.sendBatch([{ body: 'artifact a', dedupKey: 'a' }, { body: 'artifact a again', dedupKey: 'a' }, { body: 'artifact b', dedupKey: 'b' }])
+    t.ok(outcomes.every((o) => o.failure === undefined), 'no entry fails')
+    const seen: QueueMessage[] = []
+    for (let guard = 0; guard < 5; guard++) seen.push(...await queue.receive({ max: 10, visibilitySeconds: 30 }))
+    if (deduplicates) {
+      t.same(outcomes[1], { messageId: outcomes[0]?.messageId, deduplicated: true })
+      t.same(seen.map((m) => m.body).sort(), ['artifact a', 'artifact b'])
+    } else {
+      t.notOk(outcomes[1]?.deduplicated)
+      t.equal(seen.length, 3, 'every entry sent')
+    }
   })
 
   withQueue('arguments outside the SQS limits are refused', 5, async (t, { queue }) => {

@@ -49,7 +49,7 @@ t.test('one cause, one move', async (t) => {
   const clock = new ManualClock()
   const credentials = new CredentialCounters(clock)
   const publish = new PublishCounters()
-  const enqueue = { sent: 0, deduplicated: 0, dropped: 0, failed: 0, buffered: 0 }
+  const enqueue = { sent: 0, deduplicated: 0, recent: 0, dropped: 0, failed: 0, retried: 0, buffered: 0, bufferedBytes: 0, maxBytes: 8 * MiB }
   const queueStats = { jobs: 0, refusedTooLarge: 0, droppedFull: 0, droppedAtReplay: 0, deadLettersDropped: 0 }
   const dredger = new DredgerCounters()
 
@@ -162,6 +162,10 @@ t.test('one cause, one move', async (t) => {
   t.same(changes(before, after), { 'service_upstream_fetch_errors_total{cause="timeout"}': [0, 1] }, 'an upstream fetch error by cause')
 
   t.equal(after.get('service_mirror_enqueue_total{outcome="dropped"}'), 0, 'enqueue series exist from boot')
+  t.equal(after.get('service_mirror_enqueue_total{outcome="recent"}'), 0)
+  t.equal(after.get('service_mirror_enqueue_retries_total'), 0)
+  t.equal(after.get('service_mirror_enqueue_backlog'), 0)
+  t.equal(after.get('service_mirror_enqueue_backlog_bytes'), 0)
   t.equal(after.get('service_dredger_removals_total{inventory="private_cache",result="withheld_by_cap"}'), 0, 'removal series exist from boot')
   before = after
   enqueue.dropped++
