@@ -19,8 +19,9 @@
  * The consumer receives no more jobs than `capacity` (mirror-consumer.ts),
  * so a busy target gets fewer mirror requests beside the installs it serves.
  *
- * Outage. A target exchange that fails without an answer, or with a
- * transient status, pauses the target (`down`, one warning per episode):
+ * Outage. A target exchange that fails without an answer, with a
+ * transient status, or with the mirror's credential refused (401, 403;
+ * mirror-worker.ts), pauses the target (`down`, one warning per episode):
  * `admit` then holds every job of this target, the consumer receives
  * nothing more while a job is held (`capacity` 1), and one held job at a
  * time tries again (the trial) after 1 s, then 2, 4, 8 and every 15 s. The
