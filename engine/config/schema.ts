@@ -61,6 +61,8 @@ const LimitsSchema = Type.Object({
   maxArtifactCount: Defaulted(Type.Integer({ minimum: 0, description: '0 = automatic' }), 0),
   maxArtifactBytes: Defaulted(Type.Integer({ minimum: 0, description: 'largest artifact the mirror accepts; 0 = automatic (512 MiB)' }), 0),
   mirrorConcurrency: Defaulted(Type.Integer({ minimum: 0, description: 'mirror jobs at once; 0 = automatic (2)' }), 0),
+  mirrorRefusalTries: Defaulted(Type.Integer({ minimum: 1, maximum: 10, description: 'tries of a mirror job the target refuses (a 409 for a version it does not hold, 400, 413...; 401 and 403 pause the target instead) before it is refused and left for the dead-letter queue' }), 3),
+  mirrorTargetSlowMs: Defaulted(Type.Integer({ minimum: 0, description: 'a mirror target answer slower than this halves the mirror concurrency; 0 = automatic (3 x the fastest answer of the last 5 minutes + 100 ms)' }), 0),
 }, closed)
 
 const CacheSchema = Type.Object({

@@ -2,15 +2,15 @@
  * What a mirror job ends in (SPEC.md 3.7, 6.2): the outcome the consumer
  * settles the delivery by, and the ones every target reports the same way,
  * with their log lines: a transient failure that is retried, an artifact
- * over `limits.maxArtifactBytes`, and a target that did not answer a lookup
- * or refused it.
+ * over `limits.maxArtifactBytes`, and a target that refused every try
+ * (`refused`, issue 30 item 4).
  */
 import { ServiceError, toServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
 import type { MirrorResult } from './mirror-counters.js'
 
-/** What the consumer does with the delivery. */
-export type Disposition = 'delete' | 'release' | 'leave'
+/** What the consumer does with the delivery: acknowledge it, or leave it to its window (the redrive policy's). */
+export type Disposition = 'delete' | 'leave'
 
 export interface MirrorOutcome {
   readonly result: MirrorResult
@@ -21,15 +21,25 @@ export interface MirrorOutcome {
 
 /** warn: the job cannot succeed; left for the redrive policy. */
 export const MIRROR_JOB_REFUSED = 'mirror job cannot succeed'
-/** error: the mirror target refused the publication or the lookup. */
+/** error: the mirror target refused every try of the job (`refused`): left for the dead-letter queue. */
 export const MIRROR_PUBLISH_REFUSED = 'mirror publication refused'
-/** warn: a transient failure; the job comes back (at once, or after its window). */
+/** warn: the mirror target refused a try; the job tries again after a pause. */
+export const MIRROR_PUBLICATION_TRIED_AGAIN = 'mirror publication refused; trying again'
+/** warn: a transient failure; the job comes back after its window. */
 export const MIRROR_JOB_RETRIED = 'mirror job failed transiently; retried'
+
+/** One refusal of the mirror target: which exchange, its status (or the code of an answer that could not be read) and the target's reason. */
+export interface TargetRefusal {
+  readonly exchange: 'lookup' | 'publication'
+  readonly status: number | undefined
+  readonly code: string | undefined
+  readonly cause: string | undefined
+}
 
 /** The transport facts of a failure worth a log field: status, reason and the transport's own code. */
 export function detailOf(error: ServiceError): Record<string, unknown> {
   const out: Record<string, unknown> = {}
-  for (const key of ['status', 'reason', 'code'] as const) {
+  for (const key of ['status', 'reason', 'code', 'cause'] as const) {
     const value = error.data?.[key]
     if (value !== undefined) out[key === 'code' ? 'transport' : key] = value
   }
@@ -69,18 +79,34 @@ export class JobOutcomes {
   failed(where: Record<string, string>, error: unknown, signal: AbortSignal | undefined): MirrorOutcome {
     if (signal?.aborted === true) throw signal.reason
     const failure = toServiceError(error)
-    if (TRANSIENT_CODES.has(failure.code)) return this.retried(where, failure.code, 'leave', failure)
+    if (TRANSIENT_CODES.has(failure.code)) return this.retried(where, failure.code, failure)
     this.#o.logger.warn(MIRROR_JOB_REFUSED, { ...where, result: 'upstream_refused', code: failure.code, ...detailOf(failure) })
     return { result: 'upstream_refused', disposition: 'leave', reason: failure.code }
   }
 
-  /** A lookup at the target failed: unavailable is transient (waits out its window); anything else cannot succeed. */
-  targetFailure(where: Record<string, string>, error: unknown, signal: AbortSignal | undefined): MirrorOutcome {
-    if (signal?.aborted === true) throw signal.reason
-    const failure = toServiceError(error)
-    if (failure.code === 'UPSTREAM_UNAVAILABLE') return this.retried(where, 'mirror target unavailable', 'leave', failure)
-    this.#o.logger.error(MIRROR_PUBLISH_REFUSED, { ...where, code: failure.code, target: this.#o.targetAuthority, ...detailOf(failure) })
-    return { result: 'publish_refused', disposition: 'leave', reason: `the mirror target refused the lookup (${failure.code})` }
+  /**
+   * The target refused every try (SPEC.md 3.7: the job cannot succeed):
+   * one error line naming what it answered the last time and its reason,
+   * and the job left to its window for the redrive policy.
+   */
+  refused(where: Record<string, string>, refusals: readonly TargetRefusal[]): MirrorOutcome {
+    const last = refusals[refusals.length - 1]
+    const answer = last?.status ?? last?.code
+    const answers = [...new Set(refusals.map((r) => r.status ?? r.code))]
+    this.#o.logger.error(MIRROR_PUBLISH_REFUSED, {
+      ...where, result: 'refused', target: this.#o.targetAuthority, exchange: last?.exchange, status: answer,
+      ...(last?.cause === undefined ? {} : { cause: last.cause }), tries: refusals.length,
+      ...(answers.length > 1 ? { answers } : {}),
+    })
+    return { result: 'refused', disposition: 'leave', reason: `the mirror target refused ${refusals.length} tries (${String(answer)}${last?.cause === undefined ? '' : `: ${last.cause}`})` }
+  }
+
+  /** A refused try with tries left: a warning, and the job tries again after `waitMs`. */
+  triedAgain(where: Record<string, string>, refusal: TargetRefusal, tried: number, tries: number, waitMs: number): void {
+    this.#o.logger.warn(MIRROR_PUBLICATION_TRIED_AGAIN, {
+      ...where, target: this.#o.targetAuthority, exchange: refusal.exchange, status: refusal.status ?? refusal.code,
+      ...(refusal.cause === undefined ? {} : { cause: refusal.cause }), try: tried, tries, retryInMs: waitMs,
+    })
   }
 
   tooLarge(where: Record<string, string>, bytes: number): MirrorOutcome {
@@ -88,8 +114,9 @@ export class JobOutcomes {
     return { result: 'too_large', disposition: 'leave', reason: `the artifact exceeds ${this.#o.maxArtifactBytes} bytes` }
   }
 
-  retried(where: Record<string, string>, reason: string, disposition: Disposition, error?: ServiceError): MirrorOutcome {
+  /** A transient failure outside the target (the public upstream, the memory gate): the job comes back after its window. */
+  retried(where: Record<string, string>, reason: string, error?: ServiceError): MirrorOutcome {
     this.#o.logger.warn(MIRROR_JOB_RETRIED, { ...where, reason, ...(error === undefined ? {} : { code: error.code, ...detailOf(error) }) })
-    return { result: 'retried', disposition, reason }
+    return { result: 'retried', disposition: 'leave', reason }
   }
 }

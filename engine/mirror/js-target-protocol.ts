@@ -7,26 +7,38 @@
  *   hash to.
  * - The target's document says whether it holds the version; the same
  *   integrity is already present, another a collision.
- * - The gated manifest is read from the public upstream
+ * - The gated manifest is taken from a packument the proxy holds
+ *   (retained-packuments.ts) or read from the public upstream
  *   (version-manifest.ts): it must carry the job's digests byte for byte.
  * - The publish document (publish-body.ts) streams with the artifact
  *   base64-encoded inside; its `dist.tarball` points at the target.
- * - 200 and 201 are stored; a 409 is another delivery that got there first,
- *   so the target is asked again.
+ * - 200 and 201 are stored; a 409 may be another delivery that got there
+ *   first, so the target is asked again; a 409 for a version it does not
+ *   hold (one left half-written) is a refusal.
  */
 import { compareDigests, digestSet, expectedDigest } from './artifact-digest.js'
 import type { MirrorJob } from './mirror-job.js'
 import type { MirrorTarget, TargetVersion } from './mirror-target.js'
 import { attachmentName, publishBody, publishDocumentParts } from './publish-body.js'
 import type { Answer, Holding, TargetPlan, TargetProtocol, Upload } from './target-protocol.js'
-import { publishedManifest, readPublicManifest } from './version-manifest.js'
+import type { RetainedPackuments } from './retained-packuments.js'
+import { publishedManifest, readGatedManifest, type ManifestReads } from './version-manifest.js'
+
+export interface JsTargetProtocolOptions {
+  /** Packuments the proxy holds, asked before the public upstream (issue 29 item 3). */
+  readonly retained?: RetainedPackuments | undefined
+  /** Counts where each manifest came from. */
+  readonly reads?: ManifestReads | undefined
+}
 
 export class JsTargetProtocol implements TargetProtocol {
   readonly logFields = {}
   readonly #target: Pick<MirrorTarget, 'lookup' | 'publish' | 'artifactUrl' | 'authority'>
+  readonly #o: JsTargetProtocolOptions
 
-  constructor(target: Pick<MirrorTarget, 'lookup' | 'publish' | 'artifactUrl' | 'authority'>) {
+  constructor(target: Pick<MirrorTarget, 'lookup' | 'publish' | 'artifactUrl' | 'authority'>, options: JsTargetProtocolOptions = {}) {
     this.#target = target
+    this.#o = options
   }
 
   get authority(): string {
@@ -41,7 +53,7 @@ export class JsTargetProtocol implements TargetProtocol {
       digest,
       lookup: async (signal, charge) => holding(job, await target.lookup(job.package, job.version, signal, charge)),
       prepare: async ({ source, signal, charge }) => {
-        const manifest = await readPublicManifest(source, job, signal, charge)
+        const manifest = await readGatedManifest({ source, retained: this.#o.retained, reads: this.#o.reads }, job, signal, charge)
         if (manifest.kind === 'missing') return { refused: 'upstream_refused', reason: manifest.detail, log: { detail: manifest.detail } }
         if (manifest.kind === 'mismatch') {
           return {
@@ -70,7 +82,7 @@ export class JsTargetProtocol implements TargetProtocol {
 
   classify(status: number): Answer {
     if (status === 200 || status === 201) return { kind: 'stored' }
-    if (status === 409) return { kind: 'ask-again', retryIfAbsent: 'the target answered 409 without the version' }
+    if (status === 409) return { kind: 'ask-again' }
     return { kind: 'other' }
   }
 }

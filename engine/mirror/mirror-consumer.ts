@@ -4,9 +4,13 @@
  * worker with its visibility renewed, and settles every delivery:
  *
  * - success (mirrored, already present): deleted;
- * - a transient publish failure: released at once (visibility 0);
  * - anything else: left to its window; a job that cannot succeed is thus
  *   redelivered until the redrive policy moves it to the dead-letter queue;
+ * - a job this consumer found `refused` (the target refused every try,
+ *   mirror-worker.ts) is not tried again when its message comes back: the
+ *   redelivery is left to its window at once, with no request to the
+ *   target, no counter and a debug line, until the redrive policy takes it
+ *   (remembered by message id, REFUSED_MEMORY entries for REFUSED_MEMORY_MS);
  * - a delivery at the receive budget that did not succeed: discarded
  *   (deleted) with an error log naming the job and the reason, counted as
  *   `result=discarded`. With a readable redrive policy the budget is one
@@ -14,6 +18,12 @@
  * - an undecodable payload: rejected before the worker, at debug and
  *   without the payload, with no budget, error log or counter (SPEC.md 6.1
  *   item 4); the redrive policy captures it.
+ *
+ * How many jobs run at once: `concurrency` (the plan's), or fewer when the
+ * runner says its target wants fewer (`capacity`: the target's pace,
+ * target-pace.ts, slows down on slow answers and pauses while the target
+ * does not answer). The loop then receives nothing until a job ends or the
+ * capacity grows, so messages wait in the queue without spending receives.
  *
  * Jobs of every mount go through this one loop: `worker` is a
  * MirrorDispatch (mirror-dispatch.ts) that hands each job to its mount's
@@ -55,9 +65,18 @@ export const DEFAULT_VISIBILITY_SECONDS = 120
 export const DEFAULT_WAIT_SECONDS = 20
 /** Pause after a failed receive. */
 const RECEIVE_RETRY_MS = 5_000
+/** Refused jobs remembered (by message id) so their redeliveries are not tried again. */
+export const REFUSED_MEMORY = 4096
+export const REFUSED_MEMORY_MS = 60 * 60 * 1000
+/** debug: a redelivery of a job this consumer found refused; left to its window for the redrive policy. */
+export const MIRROR_JOB_REFUSED_BEFORE = 'mirror job refused before; left for the dead-letter queue'
 
 export interface JobRunner {
   process(job: MirrorJob, signal: AbortSignal): Promise<MirrorOutcome>
+  /** Jobs the runner's targets take at once now; unset: as many as the consumer's concurrency. */
+  capacity?(): number
+  /** Called when `capacity` may have grown. */
+  onCapacity?(listener: () => void): void
 }
 
 export interface MirrorConsumerOptions {
@@ -90,6 +109,8 @@ export class MirrorConsumer {
   readonly #clock: Clock
   readonly #running = new Set<Running>()
   readonly #stopPolling = new AbortController()
+  /** Message ids of jobs found refused, with when they are forgotten; oldest first. */
+  readonly #refused = new Map<string, number>()
   #loop: Promise<void> | undefined
   #slotFreed: (() => void) | undefined
   #stopping = false
@@ -101,6 +122,7 @@ export class MirrorConsumer {
     this.#visibility = options.visibilitySeconds ?? DEFAULT_VISIBILITY_SECONDS
     this.#wait = options.waitSeconds ?? DEFAULT_WAIT_SECONDS
     this.#clock = options.clock ?? systemClock
+    options.worker.onCapacity?.(() => this.#wake())
   }
 
   get running(): number { return this.#running.size }
@@ -116,7 +138,7 @@ export class MirrorConsumer {
   async stop(graceMs: number): Promise<void> {
     this.#stopping = true
     this.#stopPolling.abort()
-    this.#slotFreed?.()
+    this.#wake()
     await this.#loop
     const all = (): Promise<unknown> => Promise.allSettled([...this.#running].map((r) => r.done))
     let timer: NodeJS.Timeout | undefined
@@ -129,7 +151,8 @@ export class MirrorConsumer {
   async #poll(): Promise<void> {
     const { queue, logger } = this.#o
     while (!this.#stopping) {
-      const free = this.#o.concurrency - this.#running.size
+      const capacity = Math.max(1, Math.min(this.#o.concurrency, this.#o.worker.capacity?.() ?? this.#o.concurrency))
+      const free = capacity - this.#running.size
       if (free <= 0) {
         await new Promise<void>((resolve) => { this.#slotFreed = resolve })
         continue
@@ -166,11 +189,32 @@ export class MirrorConsumer {
     const entry: { controller: AbortController, done: Promise<void> } = { controller, done: Promise.resolve() }
     entry.done = this.#settle(message, receivedAt, controller).finally(() => {
       this.#running.delete(entry)
-      const wake = this.#slotFreed
-      this.#slotFreed = undefined
-      wake?.()
+      this.#wake()
     })
     this.#running.add(entry)
+  }
+
+  /** A slot was freed or the capacity may have grown: the loop looks again. */
+  #wake(): void {
+    const wake = this.#slotFreed
+    this.#slotFreed = undefined
+    wake?.()
+  }
+
+  /** Whether this consumer found the message's job refused (and forgets what has expired). */
+  #refusedBefore(messageId: string): boolean {
+    const now = this.#clock.now()
+    for (const [id, until] of this.#refused) {
+      if (until > now) break
+      this.#refused.delete(id)
+    }
+    return this.#refused.has(messageId)
+  }
+
+  #rememberRefused(messageId: string): void {
+    this.#refused.delete(messageId)
+    this.#refused.set(messageId, this.#clock.now() + REFUSED_MEMORY_MS)
+    if (this.#refused.size > REFUSED_MEMORY) this.#refused.delete(this.#refused.keys().next().value as string)
   }
 
   async #settle(message: QueueMessage, receivedAt: number, controller: AbortController): Promise<void> {
@@ -185,6 +229,13 @@ export class MirrorConsumer {
     const named = { messageId: message.messageId, mount: mountOf(job), package: job.package, version: job.version, url: job.url, receiveCount: message.receiveCount }
     if (message.receiveCount > maxReceiveCount) {
       return this.#discard(message, named, 'the delivery count is past the receive budget')
+    }
+    if (this.#refusedBefore(message.messageId)) {
+      // No new try: the target refused every one already (issue 30 item 4); the redrive policy takes it.
+      logger.debug(MIRROR_JOB_REFUSED_BEFORE, named)
+      this.#o.onProgress?.()
+      if (message.receiveCount >= maxReceiveCount) return this.#discard(message, named, 'the mirror target refused every try', 'refused')
+      return
     }
 
     let givenUp: GiveUp | undefined
@@ -219,11 +270,11 @@ export class MirrorConsumer {
       await this.#apply(() => queue.delete(message.receiptHandle), named, 'delete')
       return
     }
+    if (outcome.result === 'refused') this.#rememberRefused(message.messageId)
     if (message.receiveCount >= maxReceiveCount) {
       return this.#discard(message, named, outcome.reason ?? outcome.result, outcome.result)
     }
     counters.record(outcome.result)
-    if (outcome.disposition === 'release') await this.#apply(() => queue.changeVisibility(message.receiptHandle, 0), named, 'release')
   }
 
   async #discard(message: QueueMessage, named: Record<string, unknown>, reason: string, result?: string): Promise<void> {

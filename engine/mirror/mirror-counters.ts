@@ -17,11 +17,13 @@ export const MIRROR_RESULTS = [
   'integrity_mismatch',
   /** The job carries no usable digest: nothing to verify against, so it cannot succeed. */
   'no_digest',
-  /** The target refused the publication (401, 403, 400, 413...). */
+  /** This worker has no mirror target for the job's mount (mirror-dispatch.ts). */
   'publish_refused',
+  /** The target refused every try (`limits.mirrorRefusalTries`: a 409 for a version left half-written, 401, 403, 413...): left for the dead-letter queue. */
+  'refused',
   /** The public upstream no longer has the version or the artifact, or refuses it permanently. */
   'upstream_refused',
-  /** A transient failure: retried (a transient publish failure at once, anything else after its window). */
+  /** A transient failure outside the target (the public upstream, the memory gate): retried after its window. */
   'retried',
   /** Renewal of the message kept failing: the job was cancelled or skipped, left to its window. */
   'given_up',

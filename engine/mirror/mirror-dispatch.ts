@@ -5,6 +5,11 @@
  * budget, the counters and the settle rules stay the consumer's, whatever
  * the mount.
  *
+ * Its capacity is the sum of its workers' (each target's pace,
+ * target-pace.ts), so one target's slowness or outage does not stop the
+ * other's jobs from being received; the consumer's concurrency still bounds
+ * the whole.
+ *
  * A job for a mount this process has no mirror target for (a dedicated
  * worker configured for `js` alone that receives a `py` job) cannot succeed
  * here: it is left to its window, counted `publish_refused` and logged
@@ -29,6 +34,16 @@ export class MirrorDispatch implements JobRunner {
   /** The mounts this process mirrors. */
   get mounts(): MirrorJobMount[] {
     return (Object.keys(this.#runners) as MirrorJobMount[]).filter((m) => this.#runners[m] !== undefined)
+  }
+
+  capacity(): number {
+    let sum = 0
+    for (const runner of Object.values(this.#runners)) sum += runner?.capacity?.() ?? Number.POSITIVE_INFINITY
+    return sum
+  }
+
+  onCapacity(listener: () => void): void {
+    for (const runner of Object.values(this.#runners)) runner?.onCapacity?.(listener)
   }
 
   async process(job: MirrorJob, signal: AbortSignal): Promise<MirrorOutcome> {

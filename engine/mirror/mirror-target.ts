@@ -15,7 +15,7 @@ import { ServiceError } from '../errors.js'
 import { encodePackageName } from '../npm/names.js'
 import { NO_STRUCTURE_LIMITS, scanPackument } from '../packument/scanner.js'
 import { digestSet, type DigestSet } from './artifact-digest.js'
-import { TargetConnection, targetBase, type ChunkCharge, type TargetConnectionOptions } from './target-connection.js'
+import { TargetConnection, targetBase, type ChunkCharge, type TargetAnswer, type TargetConnectionOptions } from './target-connection.js'
 
 export interface MirrorTargetOptions extends TargetConnectionOptions {
   /** The registry base URL (a path is kept). No userinfo, query or fragment. */
@@ -26,9 +26,8 @@ export type TargetVersion =
   | { readonly kind: 'absent' }
   | { readonly kind: 'present'; readonly digests: DigestSet; readonly integrity: string | undefined; readonly shasum: string | undefined }
 
-export interface PublishAnswer {
-  readonly status: number
-}
+/** The status, and for a refusal the target's own reason. */
+export type PublishAnswer = TargetAnswer
 
 const ABBREVIATED = 'application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8'
 

@@ -17,8 +17,8 @@
  * - The multipart body (upload-form.ts) streams with the file inside; a
  *   Content-Length when the upstream declared the file's length.
  * - 200 and 201 are stored; a 400 or 409 (pypi-like servers' "File already
- *   exists") has the target asked again, and a 409 for a file it does not
- *   list is retried.
+ *   exists") has the target asked again, and for a file it does not list
+ *   either is a refusal.
  */
 import { ServiceError } from '../errors.js'
 import { metadataUrl } from '../pypi/file-url.js'
@@ -88,8 +88,7 @@ export class PyTargetProtocol implements TargetProtocol {
   classify(status: number): Answer {
     if (status === 200 || status === 201) return { kind: 'stored' }
     // pypi-like servers refuse a file they hold ("File already exists"): decide on what the target now lists.
-    if (status === 409) return { kind: 'ask-again', retryIfAbsent: 'the target answered 409 without listing the file' }
-    if (status === 400) return { kind: 'ask-again', retryIfAbsent: undefined }
+    if (status === 409 || status === 400) return { kind: 'ask-again' }
     return { kind: 'other' }
   }
 }

@@ -23,7 +23,7 @@ import { ServiceError } from '../errors.js'
 import { readSimpleHtml } from '../pypi/simple-html-reader.js'
 import { readSimpleJson } from '../pypi/simple-json-reader.js'
 import { DEFAULT_READ_LIMITS, SIMPLE_HTML_V1, SIMPLE_JSON_V1, TEXT_HTML } from '../pypi/simple-model.js'
-import { TargetConnection, targetBase, type TargetConnectionOptions } from './target-connection.js'
+import { TargetConnection, targetBase, type TargetAnswer, type TargetConnectionOptions } from './target-connection.js'
 
 /** The user name twine sends with an API token. */
 export const TOKEN_USERNAME = '__token__'
@@ -42,9 +42,8 @@ export type TargetFile =
   /** The target lists the file; `sha256` is what its page states (undefined when it states none). */
   | { readonly kind: 'present'; readonly sha256: string | undefined }
 
-export interface UploadAnswer {
-  readonly status: number
-}
+/** The status, and for a refusal the target's own reason. */
+export type UploadAnswer = TargetAnswer
 
 export class PyUploadTarget {
   readonly #upload: URL

@@ -9,10 +9,12 @@
  * no egress guard, and no redirect followed (undici's request follows none).
  * Bodies are always consumed or destroyed; none is logged.
  */
+import { performance } from 'node:perf_hooks'
 import { Readable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { ServiceError } from '../errors.js'
 import type { BearerToken } from '../secret.js'
+import { refusalCause } from './refusal-cause.js'
 
 export interface TargetConnectionOptions {
   readonly token?: BearerToken | undefined
@@ -26,6 +28,14 @@ export interface TargetConnectionOptions {
   readonly bodyTimeoutMs?: number
   /** Tests pass their own. */
   readonly dispatcher?: Dispatcher
+  /** Each lookup the target answered (any status): milliseconds to its headers (the mirror's pace, target-pace.ts). */
+  readonly onAnswer?: (latencyMs: number) => void
+}
+
+/** A sent body's answer: its status and, for a refusal, the target's own reason (refusal-cause.ts). */
+export interface TargetAnswer {
+  readonly status: number
+  readonly cause?: string | undefined
 }
 
 /** Charges one chunk of a document read before the next is read (the embedded worker's memory gate); undefined when it fits at once. */
@@ -59,6 +69,9 @@ export class TargetConnection {
   readonly #authorization: (token: BearerToken) => string
   readonly #dispatcher: Dispatcher
   readonly #owned: boolean
+  readonly #onAnswer: ((latencyMs: number) => void) | undefined
+  /** The credential last sent, so a refusal's reason that echoes it can be redacted. */
+  #lastSecret = ''
 
   constructor(options: TargetConnectionOptions, authority: string, authorization: (token: BearerToken) => string) {
     if (!Number.isSafeInteger(options.maxDocumentBytes) || options.maxDocumentBytes <= 0) {
@@ -70,6 +83,7 @@ export class TargetConnection {
     this.#credential = options.credential
     this.#authorization = authorization
     this.#owned = options.dispatcher === undefined
+    this.#onAnswer = options.onAnswer
     this.#dispatcher = options.dispatcher ?? new Agent({
       headersTimeout: options.headersTimeoutMs ?? 300_000,
       bodyTimeout: options.bodyTimeoutMs ?? 60_000,
@@ -78,20 +92,29 @@ export class TargetConnection {
   }
 
   async #headers(extra: Record<string, string>, signal: AbortSignal | undefined): Promise<Record<string, string>> {
-    // A credential refusal (breaker open, mint failed) is a transient target failure: the job is retried.
+    // A credential that cannot be had (breaker open, mint failed) is a target outage: the job is held until it answers (target-pace.ts).
     const token = this.#credential === undefined ? this.#token : await this.#credential.token(signal).catch((cause: unknown) => {
       throw new ServiceError('UPSTREAM_UNAVAILABLE', { cause, data: { target: this.#authority, reason: 'credential' } })
     })
-    return token === undefined ? extra : { ...extra, authorization: this.#authorization(token) }
+    if (token === undefined) return extra
+    this.#lastSecret = token.reveal()
+    return { ...extra, authorization: this.#authorization(token) }
+  }
+
+  /** What a refusal's body says, its credential redacted. */
+  #cause(body: Dispatcher.ResponseData['body']): Promise<string | undefined> {
+    return refusalCause(body, [this.#lastSecret, this.#token?.reveal() ?? ''])
   }
 
   /**
    * GETs a page the target lists its holdings on: the 200 answer (its body
    * for the caller to read), or undefined on 404. Throws UPSTREAM_UNAVAILABLE
-   * for a transient failure or no answer, UPSTREAM_REFUSED for any other status.
+   * for a transient failure or no answer, UPSTREAM_REFUSED for any other
+   * status (with the target's reason as `data.cause`).
    */
   async page(url: URL, accept: string, where: Readonly<Record<string, unknown>>, signal?: AbortSignal): Promise<Dispatcher.ResponseData | undefined> {
     let response: Dispatcher.ResponseData
+    const started = performance.now()
     try {
       response = await this.#dispatcher.request({
         origin: url.origin, path: url.pathname, method: 'GET',
@@ -104,20 +127,26 @@ export class TargetConnection {
       throw new ServiceError('UPSTREAM_UNAVAILABLE', { cause, data: { ...where, reason: 'no answer' } })
     }
     const status = response.statusCode
+    this.#onAnswer?.(performance.now() - started)
     if (status === 200) return response
-    await response.body.dump()
-    if (status === 404) return undefined
-    throw new ServiceError(isTransientStatus(status) ? 'UPSTREAM_UNAVAILABLE' : 'UPSTREAM_REFUSED', { data: { ...where, status } })
+    if (status === 404 || isTransientStatus(status)) {
+      await response.body.dump()
+      if (status === 404) return undefined
+      throw new ServiceError('UPSTREAM_UNAVAILABLE', { data: { ...where, status } })
+    }
+    const cause = await this.#cause(response.body)
+    throw new ServiceError('UPSTREAM_REFUSED', { data: { ...where, status, ...(cause === undefined ? {} : { cause }) } })
   }
 
   /**
    * Sends `body`, pulled only as the socket drains (so a slow target slows
    * the upstream read). A body that throws aborts the request, and its error
    * is what this throws, also when the target answered before the body ended
-   * (e.g. a 401 read from the headers). Any HTTP status comes back; a request
-   * that got no answer throws UPSTREAM_UNAVAILABLE.
+   * (e.g. a 401 read from the headers). Any HTTP status comes back, a
+   * refusal's with the target's reason; a request that got no answer throws
+   * UPSTREAM_UNAVAILABLE.
    */
-  async send(method: 'PUT' | 'POST', url: URL, headers: Record<string, string>, body: AsyncIterable<Uint8Array | string>, where: Readonly<Record<string, unknown>>, signal?: AbortSignal): Promise<{ readonly status: number }> {
+  async send(method: 'PUT' | 'POST', url: URL, headers: Record<string, string>, body: AsyncIterable<Uint8Array | string>, where: Readonly<Record<string, unknown>>, signal?: AbortSignal): Promise<TargetAnswer> {
     let bodyError: unknown
     let bodyFailed = false
     async function* guarded(): AsyncGenerator<Uint8Array> {
@@ -143,9 +172,11 @@ export class TargetConnection {
       if (cause instanceof ServiceError) throw cause
       throw new ServiceError('UPSTREAM_UNAVAILABLE', { cause, data: { ...where, reason: 'no answer' } })
     }
-    await response.body.dump()
+    const status = response.statusCode
+    const refused = status >= 400 && !isTransientStatus(status)
+    const cause = refused ? await this.#cause(response.body) : await response.body.dump().then(() => undefined)
     if (bodyFailed) throw bodyError
-    return { status: response.statusCode }
+    return { status, ...(cause === undefined ? {} : { cause }) }
   }
 
   async close(): Promise<void> {

@@ -22,7 +22,7 @@ import type { ArtifactResponse } from '../upstream/http1/artifact-response.js'
 import type { OpenArtifactOptions } from '../upstream/upstream-client.js'
 import type { Comparison, ExpectedDigest } from './artifact-digest.js'
 import type { MirrorJob } from './mirror-job.js'
-import type { ChunkCharge } from './target-connection.js'
+import type { ChunkCharge, TargetAnswer } from './target-connection.js'
 import type { ManifestSource } from './version-manifest.js'
 
 /** What the pipeline needs of the public upstream: the public leg's UpstreamClient. */
@@ -44,7 +44,7 @@ export interface TargetProtocol {
 export interface TargetPlan {
   /** What the fetched bytes must hash to. */
   readonly digest: ExpectedDigest
-  /** Throws UPSTREAM_UNAVAILABLE for a transient failure, any other ServiceError for a refusal. */
+  /** Throws UPSTREAM_UNAVAILABLE for a transient failure (the target is down), any other ServiceError for a refusal. */
   lookup(signal: AbortSignal | undefined, charge: ChunkCharge | undefined): Promise<Holding>
   /** Throws the source's ServiceError when a read fails. */
   prepare(context: PrepareContext): Promise<Upload | EarlyRefusal>
@@ -81,10 +81,11 @@ export interface Upload {
    * chunk (`artifact.see`) before writing it and writes its closing part
    * only after `artifact.verify()` returned, so a target never accepts
    * bytes that failed verification or an interrupted body. Throws what the
-   * body threw; any HTTP status comes back; no answer throws
-   * UPSTREAM_UNAVAILABLE with `data.target`.
+   * body threw; any HTTP status comes back (a refusal's with the target's
+   * reason); no answer throws UPSTREAM_UNAVAILABLE with `data.target`.
+   * Callable again for another try, with a new artifact stream.
    */
-  send(artifact: StreamedArtifact, signal: AbortSignal | undefined): Promise<{ readonly status: number }>
+  send(artifact: StreamedArtifact, signal: AbortSignal | undefined): Promise<TargetAnswer>
 }
 
 export interface StreamedArtifact {
@@ -115,11 +116,11 @@ export interface MismatchDetail {
  * `stored`; `ask-again` when the target may hold a file of that name (the
  * lookup that missed it raced another delivery): asked again, the same
  * digest is already present and another a collision, and when it holds
- * none the job is released with `retryIfAbsent`, or, without one, the
- * status is judged as `other`: transient statuses are retried, the rest
- * refused.
+ * none the answer is a refusal like `other`'s. `other`: a transient status
+ * pauses the target (target-pace.ts), any other is a refusal, tried again
+ * up to `limits.mirrorRefusalTries` times (mirror-worker.ts).
  */
 export type Answer =
   | { readonly kind: 'stored' }
-  | { readonly kind: 'ask-again'; readonly retryIfAbsent: string | undefined }
+  | { readonly kind: 'ask-again' }
   | { readonly kind: 'other' }

@@ -75,6 +75,20 @@ function labelled(name: string, unit: string, description: string, key: Snapshot
   }
 }
 
+/** One field of every mount's mirror target pace (engine/mirror/target-pace.ts), labelled by mount. */
+function mirrorTarget(name: string, kind: MetricKind, unit: string, description: string, fieldName: string): MetricSpec {
+  return {
+    name, kind, unit, description,
+    read: (snapshot, observe) => {
+      const mounts = part(snapshot, SNAPSHOT_KEYS.mirrorTarget)
+      for (const mount of Object.keys(mounts ?? {})) {
+        const value = numberAt(objectAt(mounts, mount), fieldName)
+        if (value !== undefined) observe(value, { mount })
+      }
+    },
+  }
+}
+
 const GATE = SNAPSHOT_KEYS.admissionMemory
 const READ_BUFFERS = SNAPSHOT_KEYS.artifactReadBuffers
 const CREDENTIAL = SNAPSHOT_KEYS.credential
@@ -252,6 +266,20 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
     },
   },
   field('service.mirror.queue.jobs', 'gauge', '{job}', 'mirror jobs pending in the embedded queue', SNAPSHOT_KEYS.mirrorQueue, 'jobs'),
+  // Each mirror target's pace (issues 29, 30): jobs at once, outage pauses, slow answers; by mount.
+  mirrorTarget('service.mirror.target.concurrency', 'gauge', '{job}', 'mirror jobs the target is asked for at once now (halved on slow answers and failures, at most the plan\'s mirror concurrency)', 'limit'),
+  mirrorTarget('service.mirror.target.paused', 'gauge', '1', '1 while the mirror target does not answer and its jobs are held', 'paused'),
+  mirrorTarget('service.mirror.target.pauses', 'counter', '{pause}', 'times the mirror target stopped answering and mirror work paused', 'pauses'),
+  mirrorTarget('service.mirror.target.slow_answers', 'counter', '{answer}', 'mirror target lookups answered slower than the slow bound', 'slowAnswers'),
+  {
+    name: 'service.mirror.manifest.reads', kind: 'counter', unit: '{read}',
+    description: 'gated manifests the js mirror worker took from a packument the proxy held (retained, shared) or read from the public upstream (public)',
+    read: (snapshot, observe) => {
+      const reads = part(snapshot, SNAPSHOT_KEYS.mirrorManifestReads)
+      if (reads === undefined) return
+      for (const source of ['retained', 'shared', 'public']) observe(numberAt(reads, source) ?? 0, { source })
+    },
+  },
   // The Dredger (issue 14): removals by inventory and result, every pair from boot.
   {
     name: 'service.dredger.removals', kind: 'counter', unit: '{version}',

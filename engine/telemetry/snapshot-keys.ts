@@ -40,6 +40,10 @@ export const SNAPSHOT_KEYS = Object.freeze({
   mirrorEnqueue: 'service.mirror.enqueue',
   /** engine/mirror/mirror-counters.ts (SPEC.md 6.1). */
   mirrorJobsProcessed: 'service.mirror.jobs.processed',
+  /** engine/mirror/target-pace.ts `snapshot()`, by mount (issues 29, 30). */
+  mirrorTarget: 'service.mirror.target',
+  /** engine/mirror/version-manifest.ts ManifestReads (issue 29 item 3). */
+  mirrorManifestReads: 'service.mirror.manifest.reads',
   /** server/roles/advisory-wiring.ts, by ecosystem (SPEC.md 3.5). */
   advisorySourceAge: 'service.advisory.source.age.seconds',
   advisoryDatabaseAge: 'service.advisory.database.age.seconds',

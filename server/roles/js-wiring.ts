@@ -8,6 +8,7 @@
 import { REVALIDATED_RETENTION_MS } from '../../engine/cache/metadata-cache.js'
 import { structureLimits } from '../../engine/config/structure-limits.js'
 import { isServiceError } from '../../engine/errors.js'
+import { retainedAnswers } from '../../engine/mirror/retained-packuments.js'
 import { DroppedVersionRecord } from '../../engine/packument/dropped-versions.js'
 import { PACKUMENT_REVALIDATION_FAILED, PackumentService, type SelectedArtifact } from '../../engine/packument/packument-service.js'
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
@@ -156,5 +157,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     publicClient,
     cache,
     snapshots,
+    // The embedded mirror worker takes a version's gated manifest from a retained full-form answer when there is one (issue 29 item 3).
+    ...(mount.mirror === undefined ? {} : { retained: retainedAnswers(cache.assembled, 'js', policy.generation) }),
   }
 }

@@ -21,6 +21,14 @@
  * naming none is a `js` job), `js` to `mounts.js.mirror` (an npm registry),
  * `py` to `mounts.py.mirror` (a legacy upload API), each fetching through
  * its own mount's public leg client.
+ *
+ * Each target has its pace (engine/mirror/target-pace.ts): its lookups'
+ * answer times adapt the jobs at once (at most the plan's mirror
+ * concurrency), and its outage holds its jobs; a held job's trials beat the
+ * worker's heartbeat. The `js` worker asks a packument the proxy holds
+ * before the public upstream (`retained`: the proxy's own retained answers
+ * on the embedded queue; none for `service mirror` until a shared backend
+ * gives one, engine/mirror/retained-packuments.ts).
  */
 import { systemClock, type Clock } from '../../engine/clock.js'
 import type { Config, MountConfig } from '../../engine/config/config.js'
@@ -34,10 +42,13 @@ import { MirrorCounters } from '../../engine/mirror/mirror-counters.js'
 import { JsTargetProtocol } from '../../engine/mirror/js-target-protocol.js'
 import { MirrorTarget } from '../../engine/mirror/mirror-target.js'
 import { MirrorWorker, type MirrorMemory } from '../../engine/mirror/mirror-worker.js'
+import type { RetainedPackuments } from '../../engine/mirror/retained-packuments.js'
+import { TargetPace } from '../../engine/mirror/target-pace.js'
 import type { PublicArtifactSource } from '../../engine/mirror/target-protocol.js'
+import { ManifestReads } from '../../engine/mirror/version-manifest.js'
 import type { Queue } from '../../engine/queue/queue.js'
 import { SQS_ATTRIBUTES_PERMISSION, SqsQueue } from '../../engine/queue/sqs-queue.js'
-import { SNAPSHOT_KEYS } from '../../engine/telemetry/snapshot-keys.js'
+import { readSnapshot, SNAPSHOT_KEYS, type SnapshotReaders } from '../../engine/telemetry/snapshot-keys.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import { Heartbeat, Liveness } from '../health/liveness.js'
@@ -66,11 +77,15 @@ export interface MirrorAttachment {
   readonly counters: MirrorCounters
   readonly heartbeat: Heartbeat
   readonly budget: number
+  /** Each mount's target pace (its `service.mirror.target.*` part). */
+  readonly paces: Readonly<Partial<Record<'js' | 'py', TargetPace>>>
   /**
    * The drain: stops receiving, lets running jobs finish for up to `graceMs`, cancels the rest. Called at drain
    * start and again on release; the second call waits on the first.
    */
   stop(graceMs: number): Promise<void>
+  /** Its parts of the role's metrics snapshot. */
+  readonly snapshots: SnapshotReaders
   metrics(): Record<string, unknown>
 }
 
@@ -93,12 +108,16 @@ export interface AttachMirrorOptions {
   /** Overrides for tests. */
   readonly visibilitySeconds?: number
   readonly waitSeconds?: number
+  /** Wait before a refused job's second try; tests shorten it. */
+  readonly refusalPauseMs?: number
 }
 
 /** A mount whose jobs the worker mirrors, and the public leg client it fetches through. */
 export interface MirrorMountSource {
   readonly mount: MountConfig
   readonly source: PublicArtifactSource
+  /** js: packuments the process holds, asked before the public upstream for the gated manifest. */
+  readonly retained?: RetainedPackuments | undefined
 }
 
 export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<MirrorAttachment> {
@@ -106,29 +125,38 @@ export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<
   const clock = options.clock ?? systemClock
   if (options.mounts.length === 0) throw new Error('the mirror worker needs a mount with a mirror target')
   const maxArtifactBytes = config.limits.maxArtifactBytes === 0 ? AUTOMATIC_MAX_ARTIFACT_BYTES : config.limits.maxArtifactBytes
+  const concurrency = Math.max(1, options.concurrency)
+  // The worker's own heartbeat, not the listener's (SPEC.md 3.2): created now, so the 660 s allowance starts now.
+  const heartbeat = new Heartbeat(clock)
   const runners: { js?: JobRunner, py?: JobRunner } = {}
+  const paces: { js?: TargetPace, py?: TargetPace } = {}
   const targets: { close(): Promise<void> }[] = []
-  for (const { mount, source } of options.mounts) {
+  const manifestReads = new ManifestReads()
+  const common = { maxArtifactBytes, logger, refusalTries: config.limits.mirrorRefusalTries, ...(options.refusalPauseMs === undefined ? {} : { refusalPauseMs: options.refusalPauseMs }) }
+  for (const { mount, source, retained } of options.mounts) {
     const mirror = mount.mirror
     if (mirror === undefined) throw new Error(`mounts.${mount.key}.mirror is not set`)
     const credential = mirror.credential === undefined ? undefined : options.credentials?.source(mirror.credential)
     if (mirror.credential !== undefined && credential === undefined) throw new Error(`mounts.${mount.key}.mirror.credential names a credential this process has not built`)
+    // A paused worker is alive: each trial of a held job beats the heartbeat /livez reads.
+    const pace = new TargetPace({ maxConcurrency: concurrency, slowMs: config.limits.mirrorTargetSlowMs, authority: new URL(mirror.target).host, mount: mount.key, logger, clock, onTrial: () => heartbeat.beat() })
+    const connection = { token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes, onAnswer: (ms: number) => pace.sample(ms) }
     if (mount.key === 'py') {
-      const target = new PyUploadTarget({ url: mirror.target, simpleUrl: mirror.simpleUrl, token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes })
+      const target = new PyUploadTarget({ url: mirror.target, simpleUrl: mirror.simpleUrl, ...connection })
       targets.push(target)
-      runners.py = new MirrorWorker({ source, target: new PyTargetProtocol(target), maxArtifactBytes, logger })
+      paces.py = pace
+      runners.py = new MirrorWorker({ source, target: new PyTargetProtocol(target), pace, ...common })
     } else {
-      const target = new MirrorTarget({ url: mirror.target, token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes })
+      const target = new MirrorTarget({ url: mirror.target, ...connection })
       targets.push(target)
-      runners.js = new MirrorWorker({ source, target: new JsTargetProtocol(target), maxArtifactBytes, logger, ...(options.memory === undefined ? {} : { memory: options.memory }) })
+      paces.js = pace
+      const protocol = new JsTargetProtocol(target, { retained, reads: manifestReads })
+      runners.js = new MirrorWorker({ source, target: protocol, pace, ...common, ...(options.memory === undefined ? {} : { memory: options.memory }) })
     }
   }
   const budget = await receiveBudget(queue, config.queue.maxReceiveCount, logger, config.queue.url)
-  const concurrency = Math.max(1, options.concurrency)
   const worker = new MirrorDispatch(runners, logger)
   const counters = new MirrorCounters()
-  // The worker's own heartbeat, not the listener's (SPEC.md 3.2): created now, so the 660 s allowance starts now.
-  const heartbeat = new Heartbeat(clock)
   options.liveness.attachMirrorHeartbeat(heartbeat)
   const consumer = new MirrorConsumer({
     queue, worker, counters, logger, concurrency, maxReceiveCount: budget, clock,
@@ -138,18 +166,29 @@ export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<
   })
   consumer.start()
   for (const { mount } of options.mounts) {
-    logger.info(MIRROR_WORKER_STARTED, { mount: mount.key, target: new URL(mount.mirror?.target ?? '').host, concurrency, maxArtifactBytes, receiveBudget: budget })
+    logger.info(MIRROR_WORKER_STARTED, {
+      mount: mount.key, target: new URL(mount.mirror?.target ?? '').host, concurrency, maxArtifactBytes, receiveBudget: budget,
+      refusalTries: config.limits.mirrorRefusalTries, slowMs: config.limits.mirrorTargetSlowMs === 0 ? 'automatic' : config.limits.mirrorTargetSlowMs,
+    })
   }
   let stopping: Promise<void> | undefined
+  const snapshots: SnapshotReaders = {
+    [SNAPSHOT_KEYS.mirrorJobsProcessed]: () => counters.snapshot(),
+    [SNAPSHOT_KEYS.mirrorTarget]: () => Object.fromEntries(Object.entries(paces).map(([mount, pace]) => [mount, pace.snapshot()])),
+    ...(paces.js === undefined ? {} : { [SNAPSHOT_KEYS.mirrorManifestReads]: () => manifestReads.snapshot() }),
+  }
   return {
     counters,
     heartbeat,
     budget,
+    paces,
     stop: (graceMs) => stopping ??= (async () => {
       await consumer.stop(graceMs)
+      for (const pace of Object.values(paces)) pace.close(new Error('the mirror worker stopped'))
       await Promise.allSettled(targets.map((t) => t.close()))
     })(),
-    metrics: () => ({ [SNAPSHOT_KEYS.mirrorJobsProcessed]: counters.snapshot() }),
+    snapshots,
+    metrics: () => readSnapshot(snapshots),
   }
 }
 

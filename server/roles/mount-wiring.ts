@@ -12,6 +12,7 @@ import type { Config, MountConfig } from '../../engine/config/config.js'
 import type { Logger } from '../../engine/log/logger.js'
 import type { AdmissionGate } from '../../engine/memory/gate.js'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
+import type { RetainedPackuments } from '../../engine/mirror/retained-packuments.js'
 import type { MountPolicy } from '../../engine/policy/mount-policy.js'
 import type { SnapshotReaders } from '../../engine/telemetry/snapshot-keys.js'
 import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
@@ -56,6 +57,8 @@ export interface MountAttachment<Selected> {
   readonly publicClient: UpstreamClient | undefined
   readonly cache: MetadataCache<Selected>
   readonly snapshots: SnapshotReaders
+  /** The packuments the mount holds that the mirror worker may take a gated manifest from (js: its retained full-form answers). */
+  readonly retained?: RetainedPackuments
 }
 
 /** A mount's metadata cache, its entries kept in the process's one budget (SPEC.md 6.3). */

@@ -114,13 +114,13 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     caches.push(attached.cache)
     clients.push(...attached.clients)
     Object.assign(snapshots, attached.snapshots)
-    if (mount.mirror !== undefined && attached.publicClient !== undefined) mirrorSources.push({ mount, source: attached.publicClient })
+    if (mount.mirror !== undefined && attached.publicClient !== undefined) mirrorSources.push({ mount, source: attached.publicClient, retained: attached.retained })
   }
   mountFallback(door)
   // Embedded queue: this process owns its folder, so it runs the worker too, for every mount with a mirror target (SQS: `service mirror` does).
   const mirrorWorker = embedded === undefined || mirrorSources.length === 0 ? undefined
     : await attachMirrorWorker({ config, logger, clock, queue: embedded, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate })
-  if (mirrorWorker !== undefined) snapshots[SNAPSHOT_KEYS.mirrorJobsProcessed] = () => mirrorWorker.counters.snapshot()
+  if (mirrorWorker !== undefined) Object.assign(snapshots, mirrorWorker.snapshots)
 
   // Each mount whose rules read the advisory database polls the store for Pilot's artifact (SPEC.md 3.1, 3.4).
   const advisories = MOUNT_KEYS.some((k) => readsAdvisories(config.mounts[k]?.rules ?? []))

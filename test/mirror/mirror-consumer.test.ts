@@ -1,9 +1,10 @@
 /**
  * The consume loop on a real SQS peer (local-aws-sqs, PEERS.md) with a
  * scripted job runner standing in for the worker, so each SPEC.md 3.7
- * transition is driven on purpose: visibility renewal, the transient reset,
- * the give-up when renewal keeps failing, the budget discard, dead-letter
- * capture, the undecodable payload, and the boot probe of the attributes.
+ * transition is driven on purpose: visibility renewal, the runner's
+ * capacity, the give-up when renewal keeps failing, the budget discard,
+ * dead-letter capture (a refused job's redelivery not tried again), the
+ * undecodable payload, and the boot probe of the attributes.
  *
  * local-aws-sqs counts a ChangeMessageVisibility as a receive (PEERS.md):
  * the budget and dead-letter tests use jobs that end before any renewal.
@@ -13,7 +14,7 @@ import t from 'tap'
 import type { Test } from 'tap'
 import { ServiceError } from '../../engine/errors.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
-import { MIRROR_JOB_DISCARDED, MIRROR_JOB_GIVEN_UP, MIRROR_JOB_UNDECODABLE, MirrorConsumer, type JobRunner } from '../../engine/mirror/mirror-consumer.js'
+import { MIRROR_JOB_DISCARDED, MIRROR_JOB_GIVEN_UP, MIRROR_JOB_REFUSED_BEFORE, MIRROR_JOB_UNDECODABLE, MirrorConsumer, type JobRunner } from '../../engine/mirror/mirror-consumer.js'
 import { MirrorCounters } from '../../engine/mirror/mirror-counters.js'
 import { encodeMirrorJob, type MirrorJob } from '../../engine/mirror/mirror-job.js'
 import type { MirrorOutcome } from '../../engine/mirror/job-outcomes.js'
@@ -85,21 +86,54 @@ t.test('a long job is renewed: no other receiver sees it past its first window, 
   t.equal(counters.get('mirrored'), 1, 'counted once as mirrored')
 })
 
-t.test('a transient publish failure releases the message at once; the next delivery succeeds', async (t) => {
+t.test('the runner\'s capacity bounds the jobs at once; a capacity that grows wakes the loop', async (t) => {
   const { queue } = await makeQueue(t)
-  const seen: number[] = []
+  let capacity = 1
+  let grow: (() => void) | undefined
+  let running = 0
+  let peak = 0
+  const finishers: Array<() => void> = []
   const worker: JobRunner = {
-    process: async () => {
-      seen.push(seen.length + 1)
-      return seen.length === 1 ? outcome('retried', 'release') : outcome('mirrored', 'delete')
+    capacity: () => capacity,
+    onCapacity: (listener) => { grow = listener },
+    process: () => {
+      running++
+      peak = Math.max(peak, running)
+      return new Promise((resolve) => { finishers.push(() => { running--; resolve(outcome('mirrored', 'delete')) }) })
     },
   }
-  // A 300 s window: only the reset to zero can bring the message back within the test.
-  const { counters } = consumer(t, queue, worker, { visibilitySeconds: 300 })
-  await queue.send(encodeMirrorJob(job()))
-  await waitFor(() => counters.get('mirrored') === 1, 'the second delivery succeeded')
-  t.equal(counters.get('retried'), 1)
-  t.same(seen, [1, 2])
+  const counters = new MirrorCounters()
+  const c = new MirrorConsumer({ queue, worker, counters, logger: new RecordingLogger(), concurrency: 4, maxReceiveCount: 5, visibilitySeconds: 30, waitSeconds: 1, receiveRetryMs: 100 })
+  c.start()
+  t.teardown(() => c.stop(5_000))
+  for (let i = 0; i < 4; i++) await queue.send(encodeMirrorJob(job(`cap-${i}`)))
+  await waitFor(() => running === 1, 'one job runs')
+  await new Promise((resolve) => setTimeout(resolve, 1_500))
+  t.equal(peak, 1, 'no second job while the capacity is 1')
+  capacity = 3
+  grow?.()
+  await waitFor(() => running === 3, 'three jobs run once the capacity grew')
+  t.equal(peak, 3, 'never above the capacity')
+  for (const finish of finishers.splice(0)) finish()
+  await waitFor(() => running === 1, 'the fourth job')
+  for (const finish of finishers.splice(0)) finish()
+  await waitFor(() => counters.get('mirrored') === 4, 'all four mirrored')
+})
+
+t.test('a refused job is not tried again when its message comes back: the dead-letter queue takes it, one count', async (t) => {
+  const { queue, deadLetter } = await makeQueue(t, 2)
+  const budget = await receiveBudget(queue, 10, new RecordingLogger(), queue.url)
+  let runs = 0
+  const worker: JobRunner = { process: async () => { runs++; return outcome('refused', 'leave') } }
+  const { counters, logger } = consumer(t, queue, worker, { maxReceiveCount: budget, visibilitySeconds: 1 })
+  await queue.send(encodeMirrorJob(job('half-written')))
+  let dead: Awaited<ReturnType<Queue['receive']>> = []
+  await waitFor(async () => (dead = await deadLetter.receive({ max: 1, visibilitySeconds: 30 })).length === 1, 'the dead-letter queue holds the job')
+  t.match(JSON.parse(dead[0]!.body), { package: 'half-written' })
+  t.equal(runs, 1, 'tried once; the redelivery was not tried again')
+  t.equal(counters.get('refused'), 1, 'counted once')
+  t.match(logger.find(MIRROR_JOB_REFUSED_BEFORE), [{ level: 'debug', data: { package: 'half-written', receiveCount: 2 } }])
+  t.same(logger.find(MIRROR_JOB_DISCARDED), [])
 })
 
 t.test('renewal that keeps failing gives the running job up, with the transport reason, and leaves the message', async (t) => {

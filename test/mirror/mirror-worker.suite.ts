@@ -15,12 +15,19 @@
  * - bytes that do not match the job's digest, an artifact over
  *   `limits.maxArtifactBytes` (declared or streamed), a job without a
  *   usable digest: refused, nothing stored;
- * - transient target and upstream failures are retried (a publication's at
- *   once, the rest after their window); permanent refusals are left for the
- *   redrive policy (SPEC.md 3.7);
+ * - the target down (no answer, a transient status, at the lookup or the
+ *   publication): the job is held in its call and tried again once the
+ *   target answers (target-pace.ts); a transient upstream failure is
+ *   retried after its window;
+ * - the target refusing the mirror's credential (401, 403): held like an
+ *   outage, never refused;
+ * - the target refusing (a status that is not transient, a 409 for a
+ *   version it does not hold): tried again up to the refusal tries, then
+ *   `refused` with one error line naming its status and reason, left for
+ *   the redrive policy (SPEC.md 3.7); a refusal that clears is stored;
  * - a cancelled job rejects with the signal's reason and leaves nothing;
- * - through the consumer: counted by result, released and redelivered at
- *   once after a transient publication failure, deleted on success.
+ * - through the consumer: counted by result, a transient publication
+ *   failure held in its one delivery, deleted on success.
  *
  * The adapter's fixtures are the SUITE_ARTIFACTS, version 1.0.0, on the
  * public upstream; cases that must not store anything share one of them
@@ -34,9 +41,11 @@ import { MirrorConsumer, type JobRunner } from '../../engine/mirror/mirror-consu
 import { MirrorCounters } from '../../engine/mirror/mirror-counters.js'
 import { decodeMirrorJob, encodeMirrorJob, mirrorJobKey, mountOf, type MirrorJob, type MirrorJobMount } from '../../engine/mirror/mirror-job.js'
 import {
-  MIRROR_COLLISION, MIRROR_INTEGRITY_MISMATCH, MIRROR_JOB_MIRRORED, MIRROR_JOB_REFUSED, MIRROR_JOB_RETRIED, MIRROR_PUBLISH_REFUSED,
+  MIRROR_COLLISION, MIRROR_INTEGRITY_MISMATCH, MIRROR_JOB_MIRRORED, MIRROR_JOB_REFUSED, MIRROR_JOB_RETRIED, MIRROR_PUBLICATION_TRIED_AGAIN, MIRROR_PUBLISH_REFUSED,
 } from '../../engine/mirror/mirror-worker.js'
+import { MIRROR_TARGET_PAUSED, MIRROR_TARGET_RESUMED } from '../../engine/mirror/target-pace.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
+import type { Queue } from '../../engine/queue/queue.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 import type { FaultRelay, RelayRule } from '../peers/fault-relay.js'
 import { waitFor } from './wait-for.js'
@@ -51,6 +60,10 @@ export const SUITE_ARTIFACTS = [
   'suite-consumer',
   /** Never stored: every case that refuses, fails or cancels. */
   'suite-refused',
+  /** Stored after the target was down at the lookup and at the publication. */
+  'suite-held',
+  /** Stored at the second try after one refusal. */
+  'suite-tried-again',
 ] as const
 export type SuiteArtifact = (typeof SUITE_ARTIFACTS)[number]
 
@@ -59,6 +72,17 @@ export type MirrorOutcome = Awaited<ReturnType<JobRunner['process']>>
 /** A worker as the suite drives it: the consumer passes a signal, a test may not. */
 export interface SuiteWorker {
   process(job: MirrorJob, signal?: AbortSignal): Promise<MirrorOutcome>
+}
+
+/** What a case may ask of the worker an adapter builds. */
+export interface SuiteWorkerOptions {
+  /** Default 16 MiB. */
+  readonly maxArtifactBytes?: number
+}
+
+/** The MirrorWorker options every adapter passes: the case's limit, and a short pause between refused tries (the tries stay the default 3). */
+export function suiteWorkerOptions(options: SuiteWorkerOptions = {}): { maxArtifactBytes: number, refusalPauseMs: number } {
+  return { maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, refusalPauseMs: 50 }
 }
 
 /** What the target holds for a job's version (js) or file (py), against the job's digest. */
@@ -74,8 +98,8 @@ export interface MirrorSuiteAdapter {
   readonly secret: string
   /** The job the artifact route would queue for a fixture (its URL on `upstream`). */
   job(artifact: SuiteArtifact): Promise<MirrorJob>
-  /** A worker with its own target client and logger; `maxArtifactBytes` default 16 MiB. */
-  worker(t: Test, options?: { readonly maxArtifactBytes?: number }): { readonly worker: SuiteWorker, readonly logger: RecordingLogger }
+  /** A worker with its own target client and logger, built with `suiteWorkerOptions(options)`. */
+  worker(t: Test, options?: SuiteWorkerOptions): { readonly worker: SuiteWorker, readonly logger: RecordingLogger }
   held(job: MirrorJob): Promise<Held>
   /** Makes the target hold other bytes for the job's version or file. */
   holdOther(job: MirrorJob): Promise<void>
@@ -209,61 +233,101 @@ export function mirrorWorkerSuite(t: Test, a: MirrorSuiteAdapter): void {
     t.match(logger.find(MIRROR_JOB_REFUSED), [{ level: 'warn', data: { result: 'no_digest' } }])
   })
 
-  test('the target\'s lookup fails transiently: retried after its window, nothing fetched', async (t) => {
+  test('the target down at the lookup and at the publication (503, no answer, 503): held in its call, tried again once it answers, mirrored', async (t) => {
     const { worker, logger } = a.worker(t)
-    const job = await a.job('suite-refused')
-    a.target.fault(a.lookupRule(job), { kind: 'status', status: 503 })
-    const before = fetches(job)
-    t.same(await worker.process(job), { result: 'retried', disposition: 'leave', reason: 'mirror target unavailable' })
-    t.equal(fetches(job), before)
-    t.match(logger.find(MIRROR_JOB_RETRIED), [{ level: 'warn', data: { code: 'UPSTREAM_UNAVAILABLE', status: 503 } }])
-  })
-
-  test('the target refuses the lookup: publish_refused, left for the redrive policy', async (t) => {
-    const { worker, logger } = a.worker(t)
-    const job = await a.job('suite-refused')
-    a.target.fault(a.lookupRule(job), { kind: 'status', status: 403 })
-    t.same(await worker.process(job), { result: 'publish_refused', disposition: 'leave', reason: 'the mirror target refused the lookup (UPSTREAM_REFUSED)' })
-    t.match(logger.find(MIRROR_PUBLISH_REFUSED), [{ level: 'error', data: { code: 'UPSTREAM_REFUSED', status: 403, target: a.target.authority } }])
+    const job = await a.job('suite-held')
+    t.equal(await a.held(job), 'absent')
+    a.target.fault({ ...a.lookupRule(job), times: 1 }, { kind: 'status', status: 503 })
+    a.target.fault({ ...a.sendRule(job), times: 1 }, { kind: 'cut' })
+    a.target.fault({ ...a.sendRule(job), times: 1 }, { kind: 'status', status: 503 })
+    const before = { sends: sends(job), fetches: fetches(job) }
+    t.same(await worker.process(job), { result: 'mirrored', disposition: 'delete' })
+    t.equal(sends(job) - before.sends, 3, 'published three times: no answer, 503, stored')
+    t.equal(fetches(job) - before.fetches, 3, 'the artifact fetched for each publication, never while the target was down')
+    t.equal(await a.held(job), 'same')
+    const paused = logger.find(MIRROR_TARGET_PAUSED)
+    t.equal(paused.length, 3, 'one warning per outage episode')
+    t.match(paused, [
+      { level: 'warn', data: { target: a.target.authority, cause: 'the lookup answered 503' } },
+      { level: 'warn', data: { cause: /^no answer to the publication/ } },
+      { level: 'warn', data: { cause: 'the publication answered 503' } },
+    ])
+    t.equal(logger.find(MIRROR_TARGET_RESUMED).length, 3, 'and one info line when it answers again')
+    t.same(logger.find(MIRROR_JOB_RETRIED), [], 'nothing left to a window')
     noSecret(t, logger)
   })
 
-  test('the target answers a publication 503: released at once, nothing stored', async (t) => {
+  test('the target refuses the lookup every try: refused after the tries, one error line with its status and reason', async (t) => {
     const { worker, logger } = a.worker(t)
     const job = await a.job('suite-refused')
-    a.target.fault(a.sendRule(job), { kind: 'status', status: 503 })
-    t.same(await worker.process(job), { result: 'retried', disposition: 'release', reason: 'target status 503' })
-    t.match(logger.find(MIRROR_JOB_RETRIED), [{ level: 'warn' }])
-    t.equal(await a.held(job), 'absent')
+    a.target.fault(a.lookupRule(job), { kind: 'status', status: 400 })
+    const before = lookups(job)
+    t.same(await worker.process(job), { result: 'refused', disposition: 'leave', reason: 'the mirror target refused 3 tries (400: relay fault: 400)' })
+    t.equal(lookups(job) - before, 3, 'asked three times')
+    t.match(logger.find(MIRROR_PUBLICATION_TRIED_AGAIN), [
+      { level: 'warn', data: { status: 400, try: 1, tries: 3, retryInMs: 50 } },
+      { level: 'warn', data: { status: 400, try: 2, tries: 3, retryInMs: 100 } },
+    ])
+    const refused = logger.find(MIRROR_PUBLISH_REFUSED)
+    t.equal(refused.length, 1, 'one error line')
+    t.match(refused, [{ level: 'error', data: { package: job.package, version: job.version, result: 'refused', exchange: 'lookup', status: 400, cause: 'relay fault: 400', tries: 3, target: a.target.authority } }])
+    noSecret(t, logger)
   })
 
-  test('the target gives no answer to a publication: released at once', async (t) => {
+  test('the target refuses a publication every try: refused with its status and reason, nothing stored, never an immediate loop', async (t) => {
     const { worker, logger } = a.worker(t)
     const job = await a.job('suite-refused')
-    a.target.fault(a.sendRule(job), { kind: 'cut' })
-    t.same(await worker.process(job), { result: 'retried', disposition: 'release', reason: 'no answer from the mirror target' })
-    t.match(logger.find(MIRROR_JOB_RETRIED), [{ level: 'warn', data: { code: 'UPSTREAM_UNAVAILABLE' } }])
-    t.equal(await a.held(job), 'absent')
-  })
-
-  test('the target refuses a publication: publish_refused with its status, left for the redrive policy', async (t) => {
-    const { worker, logger } = a.worker(t)
-    const job = await a.job('suite-refused')
-    a.target.fault(a.sendRule(job), { kind: 'status', status: 403 })
-    t.same(await worker.process(job), { result: 'publish_refused', disposition: 'leave', reason: 'the mirror target answered 403' })
-    t.match(logger.find(MIRROR_PUBLISH_REFUSED), [{ level: 'error', data: { status: 403, target: a.target.authority } }])
+    a.target.fault(a.sendRule(job), { kind: 'status', status: 422 })
+    const before = { sends: sends(job), fetches: fetches(job) }
+    const started = Date.now()
+    t.same(await worker.process(job), { result: 'refused', disposition: 'leave', reason: 'the mirror target refused 3 tries (422: relay fault: 422)' })
+    t.ok(Date.now() - started >= 150, 'the tries were apart (50 ms, then 100 ms)')
+    t.equal(sends(job) - before.sends, 3, 'three publications')
+    t.equal(fetches(job) - before.fetches, 3)
+    t.match(logger.find(MIRROR_PUBLISH_REFUSED), [{ level: 'error', data: { exchange: 'publication', status: 422, cause: 'relay fault: 422', tries: 3 } }])
+    t.equal(logger.find(MIRROR_PUBLISH_REFUSED).length, 1)
     t.equal(await a.held(job), 'absent')
     noSecret(t, logger)
   })
 
-  test('a 409 for a version the target does not hold: released at once', async (t) => {
-    const { worker } = a.worker(t)
+  test('a 409 for a version the target does not hold (left half-written): asked again at each try, refused after the tries', async (t) => {
+    const { worker, logger } = a.worker(t)
     const job = await a.job('suite-refused')
     a.target.fault(a.lookupRule(job), { kind: 'status', status: 404 })
     a.target.fault(a.sendRule(job), { kind: 'status', status: 409 })
-    const before = lookups(job)
-    t.match(await worker.process(job), { result: 'retried', disposition: 'release', reason: /409/ })
-    t.equal(lookups(job) - before, 2, 'asked again after the refusal')
+    const before = { lookups: lookups(job), sends: sends(job) }
+    t.match(await worker.process(job), { result: 'refused', disposition: 'leave', reason: /409/ })
+    t.equal(sends(job) - before.sends, 3)
+    t.equal(lookups(job) - before.lookups, 6, 'each try asked before and again after the refusal')
+    t.match(logger.find(MIRROR_PUBLISH_REFUSED), [{ level: 'error', data: { status: 409, cause: 'relay fault: 409', tries: 3 } }])
+  })
+
+  test('a refusal that clears: tried again after the pause, then stored', async (t) => {
+    const { worker, logger } = a.worker(t)
+    const job = await a.job('suite-tried-again')
+    a.target.fault({ ...a.sendRule(job), times: 1 }, { kind: 'status', status: 422 })
+    t.same(await worker.process(job), { result: 'mirrored', disposition: 'delete' })
+    t.equal(logger.find(MIRROR_PUBLICATION_TRIED_AGAIN).length, 1)
+    t.same(logger.find(MIRROR_PUBLISH_REFUSED), [])
+    t.equal(await a.held(job), 'same')
+  })
+
+  test('the target refuses the mirror\'s credential (401 at the publication): held like an outage, never refused, nothing stored', async (t) => {
+    const { worker, logger } = a.worker(t)
+    const job = await a.job('suite-refused')
+    a.target.fault(a.sendRule(job), { kind: 'status', status: 401 })
+    const before = sends(job)
+    const controller = new AbortController()
+    const running = worker.process(job, controller.signal)
+    await waitFor(() => logger.find(MIRROR_TARGET_PAUSED).length === 1, 'the target is paused')
+    controller.abort(new Error('cancelled by the test'))
+    await t.rejects(running, { message: 'cancelled by the test' }, 'held until cancelled')
+    t.match(logger.find(MIRROR_TARGET_PAUSED), [{ level: 'warn', data: { cause: /^the publication answered 401: the target refused the mirror's credential/ } }])
+    t.same(logger.find(MIRROR_PUBLISH_REFUSED), [], 'never refused: a credential fault is the target\'s, not the job\'s')
+    t.same(logger.find(MIRROR_PUBLICATION_TRIED_AGAIN), [])
+    t.ok(sends(job) - before <= 2, 'no retry loop: one publication, and at most one trial after the first second')
+    t.equal(await a.held(job), 'absent')
+    noSecret(t, logger)
   })
 
   test('the public upstream no longer serves the artifact: upstream_refused, nothing published', async (t) => {
@@ -316,15 +380,28 @@ export function mirrorWorkerSuite(t: Test, a: MirrorSuiteAdapter): void {
     t.equal(await a.held(job), 'absent')
   })
 
-  test('through the consumer: counted by result, released and redelivered at once after a transient publication failure, then deleted', async (t) => {
+  test('through the consumer: counted by result, a transient publication failure held in its one delivery, then deleted', async (t) => {
     const { worker, logger } = a.worker(t)
     const job = await a.job('suite-consumer')
     const dir = await mkdtemp(join(tmpdir(), 'mirror-suite-'))
     const queue = await EmbeddedQueue.open({ dir: join(dir, 'queue') })
+    const deliveries: number[] = []
+    const counted: Queue = {
+      send: (body, options) => queue.send(body, options),
+      sendBatch: (entries) => queue.sendBatch(entries),
+      receive: async (options) => {
+        const got = await queue.receive(options)
+        deliveries.push(...got.map((m) => m.receiveCount))
+        return got
+      },
+      changeVisibility: (handle, seconds) => queue.changeVisibility(handle, seconds),
+      delete: (handle) => queue.delete(handle),
+      attributes: () => queue.attributes(),
+      close: () => queue.close(),
+    }
     const counters = new MirrorCounters()
-    // A window far longer than the wait: a delivery back within it was released, not left to expire.
     const consumer = new MirrorConsumer({
-      queue, counters, logger, concurrency: 1, maxReceiveCount: 5, visibilitySeconds: 300, waitSeconds: 1, receiveRetryMs: 100,
+      queue: counted, counters, logger, concurrency: 1, maxReceiveCount: 5, visibilitySeconds: 300, waitSeconds: 1, receiveRetryMs: 100,
       worker: { process: (j, signal) => worker.process(j, signal) },
     })
     t.teardown(async () => {
@@ -336,12 +413,14 @@ export function mirrorWorkerSuite(t: Test, a: MirrorSuiteAdapter): void {
     consumer.start()
     await queue.send(encodeMirrorJob(job), { dedupKey: mirrorJobKey(job) })
     await waitFor(() => counters.get('mirrored') === 1, 'the job is mirrored', 30_000)
-    t.match(counters.snapshot(), { retried: 1, mirrored: 1, already_present: 0, discarded: 0 })
+    t.match(counters.snapshot(), { retried: 0, mirrored: 1, already_present: 0, discarded: 0 })
+    t.same(deliveries, [1], 'one delivery: the outage cost no receive')
+    t.equal(logger.find(MIRROR_TARGET_PAUSED).length, 1)
     t.equal(await a.held(job), 'same')
     await queue.send(encodeMirrorJob(job), { dedupKey: mirrorJobKey(job) })
     await waitFor(() => counters.get('already_present') === 1, 'the repeat is settled', 30_000)
     await consumer.stop(5_000)
     t.same(await queue.receive({ max: 10, visibilitySeconds: 30 }), [], 'every delivery deleted')
-    t.match(counters.snapshot(), { retried: 1, mirrored: 1, already_present: 1 })
+    t.match(counters.snapshot(), { retried: 0, mirrored: 1, already_present: 1 })
   })
 }

@@ -17,6 +17,8 @@ import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
 import { JsTargetProtocol } from '../../engine/mirror/js-target-protocol.js'
 import { MirrorTarget } from '../../engine/mirror/mirror-target.js'
 import { MIRROR_COLLISION, MIRROR_PUBLISH_REFUSED, MirrorWorker } from '../../engine/mirror/mirror-worker.js'
+import { MIRROR_TARGET_PAUSED } from '../../engine/mirror/target-pace.js'
+import { waitFor as waitUntil } from './wait-for.js'
 import { Base64Chunker } from '../../engine/mirror/publish-body.js'
 import { BearerToken } from '../../engine/secret.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
@@ -26,7 +28,7 @@ import { AdmissionGate } from '../../engine/memory/gate.js'
 import { startVerdaccio, type VerdaccioPeer } from '../../bench/peers/verdaccio.js'
 import { encodePackageName } from '../../engine/npm/names.js'
 import { FaultRelay } from '../peers/fault-relay.js'
-import { mirrorWorkerSuite, SUITE_ARTIFACTS, type Held, type MirrorSuiteAdapter } from './mirror-worker.suite.js'
+import { mirrorWorkerSuite, SUITE_ARTIFACTS, suiteWorkerOptions, type Held, type MirrorSuiteAdapter } from './mirror-worker.suite.js'
 
 interface Dist { integrity?: string, shasum?: string, tarball?: string }
 
@@ -49,7 +51,7 @@ function worker(options: { maxArtifactBytes?: number, token?: BearerToken } = {}
   const logger = new RecordingLogger()
   const target = new MirrorTarget({ url: priv.url, token: options.token ?? token, maxDocumentBytes: 16 * 1024 * 1024 })
   t.teardown(() => target.close())
-  return { worker: new MirrorWorker({ source: publicClient, target: new JsTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 64 * 1024 * 1024, logger }), logger }
+  return { worker: new MirrorWorker({ source: publicClient, target: new JsTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 64 * 1024 * 1024, logger, refusalPauseMs: 50 }), logger }
 }
 
 async function dist(peer: VerdaccioPeer, name: string): Promise<Dist | undefined> {
@@ -156,11 +158,15 @@ t.test('a job without a usable digest cannot succeed', async (t) => {
   t.equal(await dist(priv, 'nodigest'), undefined)
 })
 
-t.test('a publication the target refuses is left for the redrive policy', async (t) => {
+t.test('a credential the target refuses holds the job like an outage: never refused, never logged', async (t) => {
   const { worker: w, logger } = worker({ token: new BearerToken('not-a-token') })
-  const outcome = await w.process(await jobFor('refused'))
-  t.match(outcome, { result: 'publish_refused', disposition: 'leave' })
-  t.match(logger.find(MIRROR_PUBLISH_REFUSED), [{ level: 'error' }])
+  const controller = new AbortController()
+  const running = w.process(await jobFor('refused'), controller.signal)
+  await waitUntil(() => logger.find(MIRROR_TARGET_PAUSED).length === 1, 'the target is paused')
+  controller.abort(new Error('cancelled by the test'))
+  await t.rejects(running, { message: 'cancelled by the test' })
+  t.match(logger.find(MIRROR_TARGET_PAUSED), [{ level: 'warn', data: { cause: /the target refused the mirror's credential/ } }])
+  t.same(logger.find(MIRROR_PUBLISH_REFUSED), [], 'not dead-lettered job by job')
   t.notMatch(JSON.stringify(logger.records), /not-a-token/, 'the credential is never logged')
 })
 
@@ -227,7 +233,7 @@ t.test('the shared mirror worker suite: js, Verdaccio to Verdaccio', async (t) =
       const logger = new RecordingLogger()
       const target = new MirrorTarget({ url: `${targetRelay.origin}/`, token, maxDocumentBytes: 16 * 1024 * 1024 })
       t.teardown(() => target.close())
-      return { worker: new MirrorWorker({ source, target: new JsTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger }), logger }
+      return { worker: new MirrorWorker({ source, target: new JsTargetProtocol(target), ...suiteWorkerOptions(options), logger }), logger }
     },
     held: async (job): Promise<Held> => {
       const held = await dist(priv, job.package)

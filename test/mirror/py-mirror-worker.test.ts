@@ -14,6 +14,7 @@ import t, { type Test } from 'tap'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
 import { MIRROR_COLLISION, MIRROR_PUBLISH_REFUSED, MirrorWorker } from '../../engine/mirror/mirror-worker.js'
 import { PyTargetProtocol } from '../../engine/mirror/py-target-protocol.js'
+import { MIRROR_TARGET_PAUSED } from '../../engine/mirror/target-pace.js'
 import { PyUploadTarget, type TargetFile } from '../../engine/mirror/py-upload-target.js'
 import { BearerToken } from '../../engine/secret.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
@@ -24,7 +25,8 @@ import { startFixtureIndex } from '../pypi/fixture-index.js'
 import { Agent } from 'undici'
 import { makeTestCa } from '../../bench/peers/tls.js'
 import { FaultRelay } from '../peers/fault-relay.js'
-import { mirrorWorkerSuite, SUITE_ARTIFACTS, type Held, type MirrorSuiteAdapter } from './mirror-worker.suite.js'
+import { mirrorWorkerSuite, SUITE_ARTIFACTS, suiteWorkerOptions, type Held, type MirrorSuiteAdapter } from './mirror-worker.suite.js'
+import { waitFor as waitUntil } from './wait-for.js'
 
 const TOKEN = 'worker-token'
 const ca = await makeTestCa()
@@ -60,7 +62,7 @@ async function setup(t: Test, options: { token?: string, maxArtifactBytes?: numb
     lookup: async (project: string, filename: string, signal?: AbortSignal): Promise<TargetFile> => (lookups++ === 0 ? { kind: 'absent' } : real.lookup(project, filename, signal)),
   }
   const logger = new RecordingLogger()
-  const worker = new MirrorWorker({ source: publicClient, target: new PyTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger })
+  const worker = new MirrorWorker({ source: publicClient, target: new PyTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger, refusalPauseMs: 50 })
   return { index, worker, logger }
 }
 
@@ -81,12 +83,17 @@ t.test('a job without a sha256 cannot succeed', async (t) => {
   t.equal(index.attempts.length, 0)
 })
 
-t.test('a refused credential: publish_refused, logged at error', async (t) => {
+t.test('a refused credential holds the job like an outage: never refused job by job', async (t) => {
   const { index, worker, logger } = await setup(t, { token: 'wrong' })
-  const outcome = await worker.process(jobFor('demo-1.0.0-py3-none-any.whl'), signal)
-  t.equal(outcome.result, 'publish_refused')
-  t.same(index.attempts.map((a) => a.status), [403])
-  t.ok(logger.records.some((r) => r.level === 'error' && r.message === MIRROR_PUBLISH_REFUSED && r.data?.['status'] === 403))
+  const controller = new AbortController()
+  const running = worker.process(jobFor('demo-1.0.0-py3-none-any.whl'), controller.signal)
+  await waitUntil(() => logger.find(MIRROR_TARGET_PAUSED).length === 1, 'the target is paused')
+  controller.abort(new Error('cancelled by the test'))
+  await t.rejects(running, { message: 'cancelled by the test' })
+  t.equal(index.attempts[0]?.status, 403)
+  t.ok(index.attempts.length <= 2, 'one upload, and at most one trial after the first second')
+  t.match(logger.find(MIRROR_TARGET_PAUSED), [{ level: 'warn', data: { cause: /answered 403: the target refused the mirror's credential/ } }])
+  t.same(logger.find(MIRROR_PUBLISH_REFUSED), [])
 })
 
 t.test('the public leg\'s egress policy: a file on another host is refused, nothing uploaded', async (t) => {
@@ -144,7 +151,7 @@ t.test('the shared mirror worker suite: py, a PEP 691 index to the upload index'
       const logger = new RecordingLogger()
       const target = new PyUploadTarget({ url: `${targetRelay.origin}/`, token: new BearerToken(TOKEN), maxDocumentBytes: 1024 * 1024 })
       t.teardown(() => target.close())
-      return { worker: new MirrorWorker({ source, target: new PyTargetProtocol(target), maxArtifactBytes: options.maxArtifactBytes ?? 16 * 1024 * 1024, logger }), logger }
+      return { worker: new MirrorWorker({ source, target: new PyTargetProtocol(target), ...suiteWorkerOptions(options), logger }), logger }
     },
     held: async (job): Promise<Held> => {
       const held = index.files.get(job.filename)
