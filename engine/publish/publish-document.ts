@@ -7,7 +7,9 @@
  *
  * - Not JSON, a key repeated within one object (repeated-key.ts: JSON.parse
  *   reads the last, a first-wins target the first, and the body is relayed
- *   as received), not an object, a version without its manifest fields, an
+ *   as received), not an object, a `versions` key that is not a canonical
+ *   semver version (`1.0.0`, `2.0.0-rc.1`; never `latest`, `__proto__`,
+ *   `v1.0.0` or build metadata), a version without its manifest fields, an
  *   attachment that is not base64, or one whose decoded length or digests
  *   disagree with its manifest's `length`, `dist.integrity` and
  *   `dist.shasum`: PUBLISH_DOCUMENT_INVALID (400). Every tarball must be
@@ -28,6 +30,7 @@
  */
 import { createHash } from 'node:crypto'
 import { ServiceError } from '../errors.js'
+import { canonicalVersion } from '../npm/canonical-version.js'
 import { repeatedKey } from './repeated-key.js'
 
 export interface CheckedPublish {
@@ -76,6 +79,9 @@ export function checkPublishDocument(body: Uint8Array, name: string): CheckedPub
   if (!isObject(versions) || Object.keys(versions).length === 0) invalid('no versions')
   const manifests = new Map<string, Record<string, unknown>>()
   for (const [version, manifest] of Object.entries(versions)) {
+    // What npm publish writes (libnpmpublish: semver.clean). Anything else (`latest`, `__proto__`, `v1.0.0`,
+    // build metadata) is no version a client reads as itself, and the target would store it as one.
+    if (canonicalVersion(version) !== version) invalid(`the versions key ${JSON.stringify(version)} is not a canonical semver version`)
     if (!isObject(manifest)) invalid(`version ${version} is not an object`)
     if (typeof manifest['name'] !== 'string') invalid(`version ${version} has no name`)
     sameName(manifest['name'], name, `versions.${version}.name`)

@@ -113,3 +113,15 @@ t.test('a key repeated in any object of the document: 400 (a first-wins target w
   // The same key in two different objects is no repeat.
   t.same(checkPublishDocument(bytesOf(publishDocument({ name: '@acme/lib' })), '@acme/lib'), { versions: ['1.0.0'] })
 })
+
+t.test('a versions key that is not a canonical semver version: 400, however consistent the document', async (t) => {
+  for (const key of ['__proto__', 'latest', 'constructor', 'v1.0.0', '=1.0.0', '1.0', '01.0.0', '1.0.0+build.1', ' 1.0.0', '']) {
+    const doc = publishDocument({ name: '@acme/lib', version: key })
+    // JSON.parse makes `__proto__` an own key; the fixture's literal object would not.
+    const text = key === '__proto__' ? Buffer.from(JSON.stringify(publishDocument({ name: '@acme/lib', version: 'PROTO' })).replaceAll('PROTO', '__proto__')) : bytesOf(doc)
+    t.equal(codeOf(() => checkPublishDocument(text, '@acme/lib')), 'PUBLISH_DOCUMENT_INVALID', JSON.stringify(key))
+  }
+  for (const version of ['1.0.0', '0.0.0-rc.1', '10.20.30-alpha.beta-1.0']) {
+    t.same(checkPublishDocument(bytesOf(publishDocument({ name: '@acme/lib', version })), '@acme/lib'), { versions: [version] }, version)
+  }
+})
