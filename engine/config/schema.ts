@@ -55,12 +55,16 @@ const RuntimeSchema = Type.Object({
   cgroupPath: Defaulted(Type.String({ minLength: 1 }), '/sys/fs/cgroup'),
 }, closed)
 
+/** The default bound of a relayed PEP 658 `.metadata` file: 16 MiB, far above the largest READMEs embedded in one. */
+export const DEFAULT_MAX_CORE_METADATA_BYTES = 16 * 1024 * 1024
+
 const LimitsSchema = Type.Object({
   maxResponseBytes: Defaulted(Type.Integer({ minimum: 0, description: '0 = automatic' }), 0),
   maxVersionCount: Defaulted(Type.Integer({ minimum: 0, description: '0 = automatic' }), 0),
   maxArtifactCount: Defaulted(Type.Integer({ minimum: 0, description: '0 = automatic' }), 0),
   maxArtifactBytes: Defaulted(Type.Integer({ minimum: 0, description: 'largest artifact the mirror accepts; 0 = automatic (512 MiB)' }), 0),
   mirrorConcurrency: Defaulted(Type.Integer({ minimum: 0, description: 'mirror jobs at once; 0 = automatic (2)' }), 0),
+  maxCoreMetadataBytes: Defaulted(Type.Integer({ minimum: 1, description: 'py: largest PEP 658 .metadata file relayed, declared or counted' }), DEFAULT_MAX_CORE_METADATA_BYTES),
 }, closed)
 
 const CacheSchema = Type.Object({
