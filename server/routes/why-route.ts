@@ -89,9 +89,10 @@ export function createWhyHandler(deps: WhyRouteDeps): (ex: Exchange, pkg: string
       version,
       phase: 'admission',
       verdict: decision.verdict,
-      rule: decision.rule ?? null,
-      ruleNumber: decision.ruleIndex === undefined ? null : decision.ruleIndex + 1,
-      reason: decision.reason,
+      // The rule the message names: a quarantine that will admit a version no rule admits yet is named, not `default`.
+      rule: explained?.ruleNumber === undefined ? decision.rule ?? null : explained.rule,
+      ruleNumber: explained?.ruleNumber ?? (decision.ruleIndex === undefined ? null : decision.ruleIndex + 1),
+      reason: explained?.reason ?? decision.reason,
       evidence: decision.evidence,
       publishedAt: selected.publishedAt?.toISOString() ?? null,
       admittedFrom: explained?.admittedFrom ?? null,
