@@ -77,7 +77,8 @@ export function createWhyHandler(deps: WhyRouteDeps): (ex: Exchange, pkg: string
     }
     if (ex.closed) return
     if (selected === undefined || selected.version !== version) {
-      ex.respondError(new ServiceError('UPSTREAM_MISS', { message: `${name}@${version} is not a public version this proxy can see; a private version is served as the private registry has it, without rules` }), { head })
+      // The route reads the public side alone, so it cannot tell a version published nowhere from a private one: it claims neither.
+      ex.respondError(new ServiceError('UPSTREAM_MISS', { message: `${name}@${version} is in no public document this proxy can see, so no rule judges it here; if the private registry publishes it, it is served as that registry has it, without rules` }), { head })
       return
     }
     // The same facts the artifact route gates on, history included (DenyIfTrustDowngrade, DenyIfInstallScriptAdded).

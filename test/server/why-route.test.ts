@@ -57,3 +57,23 @@ t.test('a quarantined version: the why route names the quarantine its message na
   const admitted = await proxy.get('/js/-/why/fresh-pkg/1.0.0')
   t.match(admitted.json(), { verdict: 'admit', rule: 'AllowIfOlderThan', ruleNumber: 2 }, 'an admitted version still names the rule that admitted it')
 })
+
+t.test('a version in no public document: the 404 says so, and does not call it private', async (t) => {
+  const ca = await makeTestCa()
+  t.teardown(() => ca.remove())
+  const upstream = await startMisbehavingUpstream({ tls: ca })
+  t.teardown(() => upstream.stop())
+  upstream.script('/lone-pkg', {
+    kind: 'respond',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'lone-pkg', 'dist-tags': { latest: '1.0.0' }, versions: { '1.0.0': { name: 'lone-pkg', version: '1.0.0', dist: { tarball: `${upstream.origin}/lone-pkg/-/lone-pkg-1.0.0.tgz` } } }, time: { '1.0.0': new Date(Date.now() - 30 * DAY).toISOString() } }),
+  })
+  const proxy = await startTestProxy(t, {
+    document: { mounts: { js: { upstreams: { public: { url: `${upstream.origin}/`, caFile: ca.caFile, allowInternalRanges: ['127.0.0.0/8'] } }, rules: [{ rule: 'AllowIfOlderThan', seconds: 86_400 }] } } },
+  })
+  const unknown = await proxy.get('/js/-/why/lone-pkg/9.9.9')
+  t.equal(unknown.status, 404)
+  const error = (unknown.json() as { error: string }).error
+  t.match(error, /^lone-pkg@9\.9\.9 is in no public document this proxy can see, so no rule judges it here/)
+  t.notMatch(error, /a private version is served/, 'no claim that the version is private')
+})
