@@ -55,6 +55,9 @@ const RuntimeSchema = Type.Object({
   cgroupPath: Defaulted(Type.String({ minLength: 1 }), '/sys/fs/cgroup'),
 }, closed)
 
+/** The default bound of a relayed PEP 658 `.metadata` file: 16 MiB, far above the largest READMEs embedded in one. */
+export const DEFAULT_MAX_CORE_METADATA_BYTES = 16 * 1024 * 1024
+
 const LimitsSchema = Type.Object({
   maxResponseBytes: Defaulted(Type.Integer({ minimum: 0, description: '0 = automatic' }), 0),
   maxVersionCount: Defaulted(Type.Integer({ minimum: 0, description: '0 = automatic' }), 0),
@@ -63,6 +66,7 @@ const LimitsSchema = Type.Object({
   mirrorConcurrency: Defaulted(Type.Integer({ minimum: 0, description: 'mirror jobs at once; 0 = automatic (2)' }), 0),
   mirrorRefusalTries: Defaulted(Type.Integer({ minimum: 1, maximum: 10, description: 'tries of a mirror job the target refuses (a 409 for a version it does not hold, 400, 413...; 401 and 403 pause the target instead) before it is refused and left for the dead-letter queue' }), 3),
   mirrorTargetSlowMs: Defaulted(Type.Integer({ minimum: 0, description: 'a mirror target answer slower than this halves the mirror concurrency; 0 = automatic (3 x the fastest answer of the last 5 minutes + 100 ms)' }), 0),
+  maxCoreMetadataBytes: Defaulted(Type.Integer({ minimum: 1, description: 'py: largest PEP 658 .metadata file relayed, declared or counted' }), DEFAULT_MAX_CORE_METADATA_BYTES),
 }, closed)
 
 const CacheSchema = Type.Object({

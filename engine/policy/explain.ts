@@ -12,7 +12,10 @@ import type { RuleConfig } from './rule-schema.js'
 /** What the envelope carries beside the sentence, for tools. */
 export interface Explanation {
   readonly message: string
+  /** The rule the sentence names: the deciding one, or the quarantine that will admit a version no rule admits yet. */
   readonly rule: string
+  /** That rule's position in the mount's list, from 1; undefined when the sentence names none. */
+  readonly ruleNumber?: number
   readonly reason: string
   readonly evidence: readonly string[]
   /** When a quarantine admits the version (ISO 8601), if one will. */
@@ -40,7 +43,7 @@ function days(seconds: number): string {
 export function explainRefusal(decision: Decision, facts: VersionFacts, rules: readonly RuleConfig[], now: number): Explanation | undefined {
   if (decision.verdict === 'admit') return undefined
   const subject = `${facts.name}@${facts.version}`
-  const base = { rule: decision.rule ?? 'default', reason: decision.reason, evidence: decision.evidence }
+  const base = { rule: decision.rule ?? 'default', ...(decision.ruleIndex === undefined ? {} : { ruleNumber: decision.ruleIndex + 1 }), reason: decision.reason, evidence: decision.evidence }
   if (decision.verdict === 'unavailable' || decision.verdict === 'expired') {
     return { ...base, message: `${subject} cannot be judged now: ${ruleName(decision)} needs the advisory database, which is ${decision.verdict === 'expired' ? 'older than its maximum age' : 'unavailable'} (${decision.reason}); retry later` }
   }
@@ -81,8 +84,12 @@ function quarantined(decision: Decision, facts: VersionFacts, rules: readonly Ru
   if (from.getTime() <= now) {
     return { ...base, message: `${subject} is withheld: published ${publishedIso}; no rule admitted it` }
   }
+  // No rule decided (a deny by default), but this one will: name it where tools read the rule, as the sentence does.
   return {
     ...base,
+    rule: first.rule.rule,
+    ruleNumber: first.index + 1,
+    reason: 'quarantine',
     admittedFrom: from.toISOString(),
     message: `${subject} is in quarantine: published ${publishedIso}, and AllowIfOlderThan (rule ${first.index + 1}) admits versions ${days(first.rule.seconds)} old, so from ${from.toISOString()}. Pin an older version until then`,
   }

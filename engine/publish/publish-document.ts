@@ -5,7 +5,11 @@
  * holding the new version manifests, and `_attachments` holding each
  * version's tarball as base64 under `<name>-<version>.tgz`.
  *
- * - Not JSON, not an object, a version without its manifest fields, an
+ * - Not JSON, a key repeated within one object (repeated-key.ts: JSON.parse
+ *   reads the last, a first-wins target the first, and the body is relayed
+ *   as received), not an object, a `versions` key that is not a canonical
+ *   semver version (`1.0.0`, `2.0.0-rc.1`; never `latest`, `__proto__`,
+ *   `v1.0.0` or build metadata), a version without its manifest fields, an
  *   attachment that is not base64, or one whose decoded length or digests
  *   disagree with its manifest's `length`, `dist.integrity` and
  *   `dist.shasum`: PUBLISH_DOCUMENT_INVALID (400). Every tarball must be
@@ -26,6 +30,8 @@
  */
 import { createHash } from 'node:crypto'
 import { ServiceError } from '../errors.js'
+import { canonicalVersion } from '../npm/canonical-version.js'
+import { repeatedKey } from './repeated-key.js'
 
 export interface CheckedPublish {
   /** The version strings published, in document order. */
@@ -50,12 +56,15 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /** Checks `body` as the publish document of `name` (decoded, e.g. `@acme/pkg`); throws a ServiceError. */
 export function checkPublishDocument(body: Uint8Array, name: string): CheckedPublish {
+  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength)
   let doc: unknown
   try {
-    doc = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'))
+    doc = JSON.parse(text.toString('utf8'))
   } catch {
     invalid('not JSON')
   }
+  const repeated = repeatedKey(text)
+  if (repeated !== undefined) invalid(`the key ${repeated} is repeated`)
   if (!isObject(doc)) invalid('not a JSON object')
   sameName(doc['name'], name, 'name')
   sameName(doc['_id'], name, '_id')
@@ -70,6 +79,9 @@ export function checkPublishDocument(body: Uint8Array, name: string): CheckedPub
   if (!isObject(versions) || Object.keys(versions).length === 0) invalid('no versions')
   const manifests = new Map<string, Record<string, unknown>>()
   for (const [version, manifest] of Object.entries(versions)) {
+    // What npm publish writes (libnpmpublish: semver.clean). Anything else (`latest`, `__proto__`, `v1.0.0`,
+    // build metadata) is no version a client reads as itself, and the target would store it as one.
+    if (canonicalVersion(version) !== version) invalid(`the versions key ${JSON.stringify(version)} is not a canonical semver version`)
     if (!isObject(manifest)) invalid(`version ${version} is not an object`)
     if (typeof manifest['name'] !== 'string') invalid(`version ${version} has no name`)
     sameName(manifest['name'], name, `versions.${version}.name`)

@@ -167,8 +167,8 @@ export class QueueJournal {
     const { logger, replay } = options
     const files = options.files ?? nodeJournalFiles
     const lock = await FolderLock.take(dir)
+    const path = join(dir, JOURNAL_FILE)
     try {
-      const path = join(dir, JOURNAL_FILE)
       await unlink(join(dir, COMPACT_FILE)).catch(() => {}) // an interrupted compaction; the journal itself is whole
       let reader: FileHandle | undefined
       try {
@@ -203,7 +203,7 @@ export class QueueJournal {
       return new QueueJournal(dir, lock, files, handle, lines, completeBytes, logger)
     } catch (error) {
       await lock.release()
-      throw error
+      throw openFailure(error, path, dir)
     }
   }
 
@@ -425,6 +425,17 @@ function parseRecord(line: string): JournalRecord | undefined {
     default:
       return undefined
   }
+}
+
+/** A journal that cannot be opened or read (a directory in its place, no permission): boot prints this message, so it names the file and the cause. */
+function openFailure(cause: unknown, path: string, dir: string): ServiceError {
+  if (cause instanceof ServiceError) return cause
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code
+  const detail = cause instanceof Error ? cause.message : String(cause)
+  return new ServiceError('QUEUE_FAILURE', {
+    message: `the queue journal ${path} could not be opened: ${detail}`, cause,
+    data: { reason: QueueFailureReason.UNAVAILABLE, dir, ...(code === undefined ? {} : { code }) },
+  })
 }
 
 function writeFailure(cause: unknown, dir: string): ServiceError {

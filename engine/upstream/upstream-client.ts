@@ -26,6 +26,8 @@ import { isIP } from 'node:net'
 import { Agent, buildConnector } from 'undici'
 import { ServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
+import { OncePerWindow } from '../log/once-per-window.js'
+import { systemClock, type Clock } from '../clock.js'
 import type { BearerToken } from '../secret.js'
 import { encodePackageName } from '../npm/names.js'
 import { EgressGuard, authorityOf, checkTarballAuthority } from './egress-guard.js'
@@ -44,6 +46,15 @@ export const METADATA_FETCH_FAILED = 'upstream metadata fetch failed'
 export const METADATA_FETCH_REFUSED = 'upstream metadata fetch refused'
 /** Logged at warn: a genuine 404 or 410, answered as a forwarded miss (SPEC.md 6.2). */
 export const METADATA_MISS = 'upstream metadata miss'
+/**
+ * METADATA_MISS is written once per package per window (issue 32: a private
+ * registry without the public packages logged a line per package read); the
+ * misses left out are counted on the fetch errors and in the next line's
+ * `repeats`.
+ */
+export const METADATA_MISS_LOG_WINDOW_MS = 15 * 60_000
+/** Packages whose last miss line is remembered; past it the oldest is forgotten. */
+const METADATA_MISS_LOG_KEYS = 4096
 
 export interface UpstreamTimeouts {
   /** TCP and TLS connection set-up. */
@@ -108,6 +119,8 @@ export interface UpstreamClientOptions {
    * False (the default) refuses an artifact URL on another host or port.
    */
   readonly respectUpstreamTarballHost?: boolean
+  /** Times the metadata miss log's window (METADATA_MISS_LOG_WINDOW_MS); the system clock when unset. */
+  readonly clock?: Clock
 }
 
 export interface FetchDocumentOptions {
@@ -203,6 +216,7 @@ export class UpstreamClient {
   readonly #logger: Logger
   readonly #counters: UpstreamFetchCounters
   readonly #respectTarballHost: boolean
+  readonly #missLines: OncePerWindow
 
   constructor(options: UpstreamClientOptions) {
     let url: URL
@@ -224,6 +238,7 @@ export class UpstreamClient {
     this.#logger = options.logger
     this.#counters = options.counters
     this.#respectTarballHost = options.respectUpstreamTarballHost ?? false
+    this.#missLines = new OncePerWindow({ windowMs: METADATA_MISS_LOG_WINDOW_MS, maxKeys: METADATA_MISS_LOG_KEYS, clock: options.clock ?? systemClock })
     this.#guard = new EgressGuard({
       upstreamUrl: url,
       trusted: options.trusted,
@@ -396,7 +411,9 @@ export class UpstreamClient {
   #refusal(status: number, where: Readonly<Record<string, unknown>>): FetchedDocument {
     const data = { ...where, status }
     if (status === 404 || status === 410) {
-      this.#fail(METADATA_MISS, 'warn', 'upstream_status', { ...where, status })
+      const repeats = this.#missLines.take(String(where['package']))
+      if (repeats === undefined) this.#counters.increment('upstream_status')
+      else this.#fail(METADATA_MISS, 'warn', 'upstream_status', { ...where, status, ...(repeats === 0 ? {} : { repeats }) })
       return { kind: 'miss', status }
     }
     if (status === 401 || status === 403) {

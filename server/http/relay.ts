@@ -54,11 +54,23 @@ export interface RelaySource {
   readonly body: ArtifactBody
 }
 
+/** A bound on a relayed body (the py `.metadata` relay): over it, `tooLarge` is the failure. */
+export interface RelayBound {
+  readonly maxBytes: number
+  readonly tooLarge: ServiceError
+}
+
 export interface RelayOptions {
   /** The upstream's `host:port`, for coding a failure that has no code of its own. */
   readonly upstream: string
   /** Content type when the upstream names none; default application/octet-stream. */
   readonly defaultContentType?: string
+  /**
+   * A declared length over it fails before the first byte (the serve error
+   * model answers); a counted one fails where it passes the bound (the
+   * connection is cut). Unset: no bound, an artifact is as long as it is.
+   */
+  readonly bound?: RelayBound
 }
 
 export type RelayOutcome =
@@ -92,6 +104,7 @@ export function relayedHeaders(headers: RelaySource['headers']): Record<string, 
 
 export function relayArtifact(exchange: Exchange, source: RelaySource, options: RelayOptions): Promise<RelayOutcome> {
   const { status, body } = source
+  const { bound } = options
   const total = declaredLength(source.headers['content-length'])
   const headers = relayedHeaders(source.headers)
   headers['content-type'] ??= options.defaultContentType ?? DEFAULT_ARTIFACT_TYPE
@@ -132,6 +145,10 @@ export function relayArtifact(exchange: Exchange, source: RelaySource, options: 
     const data = (chunk: Uint8Array): boolean => {
       if (finished) return true
       bytes += chunk.byteLength
+      if (bound !== undefined && bytes > bound.maxBytes) {
+        fail(bound.tooLarge)
+        return true
+      }
       if (total !== undefined && bytes > total) {
         fail(new ServiceError('UPSTREAM_UNAVAILABLE', { data: { upstream: options.upstream, reason: 'body longer than its content-length', declared: total } }))
         return true
@@ -214,6 +231,10 @@ export function relayArtifact(exchange: Exchange, source: RelaySource, options: 
       if (reason === 'aborted') finish({ kind: 'client-gone', bytes })
     })
     if (finished) return
+    if (bound !== undefined && total !== undefined && total > bound.maxBytes) {
+      fail(bound.tooLarge)
+      return
+    }
 
     body.attach({ data, end, error: fail })
   })

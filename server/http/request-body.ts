@@ -30,6 +30,15 @@ export interface BoundedBodyOptions {
    */
   readonly charge: (bytes: number) => boolean
   readonly wait: (bytes: number) => Promise<void>
+  /**
+   * Over `maxBytes`, read on and drop the body up to this many bytes in all,
+   * and refuse it only at its end: npm writes its whole body before it reads
+   * an answer, and a connection closed under its upload is an EPIPE that
+   * hides the refusal. Past it (declared or counted), or unset, refuse at once.
+   */
+  readonly drainBytes?: number
+  /** Called once when the body's last byte has been read, kept or dropped. */
+  readonly ended?: () => void
 }
 
 /** The declared Content-Length when well-formed; undefined for chunked or none. */
@@ -52,15 +61,18 @@ export function carriesBody(exchange: Exchange): boolean {
  */
 export function readBoundedBody(exchange: Exchange, options: BoundedBodyOptions): Promise<Uint8Array> {
   const { maxBytes, tooLarge, charge, wait } = options
+  const drainBytes = options.drainBytes ?? 0
   return new Promise((resolve, reject) => {
     const declared = declaredLength(exchange)
-    if (declared !== undefined && declared > maxBytes) {
+    if (declared !== undefined && declared > maxBytes && declared > drainBytes) {
       reject(tooLarge)
       return
     }
     const chunks: Uint8Array[] = []
     let bytes = 0
     let done = false
+    /** Past maxBytes and within drainBytes: every chunk is dropped until the last. */
+    let draining = declared !== undefined && declared > maxBytes
     const fail = (error: unknown): void => {
       if (done) return
       done = true
@@ -71,14 +83,19 @@ export function readBoundedBody(exchange: Exchange, options: BoundedBodyOptions)
     // Each wait is chained so chunks are kept in order even when one waits.
     let waiting: Promise<void> = Promise.resolve()
     const flow = exchange.readBody((chunk, last) => {
+      if (last) options.ended?.()
       if (done) return
       bytes += chunk.byteLength
-      if (bytes > maxBytes) {
-        fail(tooLarge)
+      if (bytes > maxBytes && !draining) {
+        draining = true
+        chunks.length = 0
+      }
+      if (draining) {
+        if (last || bytes > drainBytes) fail(tooLarge)
         return
       }
       const keep = (): void => {
-        if (done) return
+        if (done || draining) return
         if (chunk.byteLength > 0) chunks.push(chunk)
         if (last) {
           done = true
@@ -133,6 +150,8 @@ export interface AdmittedBody {
   /** The gate's entry step; rejects when the gate sheds the request. */
   readonly entered: Promise<Admission>
   readonly body: Promise<Uint8Array>
+  /** True once the body's last byte has been read, kept or dropped: a refusal then need not close the connection. */
+  ended(): boolean
   /** Returns the admission's charges (when it was granted); call it when the request is done. */
   release(): void
 }
@@ -146,9 +165,10 @@ export interface AdmittedBody {
  * handler, like readBoundedBody. Both promises are already handled, so
  * either may be left unawaited.
  */
-export function readAdmittedBody(exchange: Exchange, gate: { enter(signal: AbortSignal): Promise<Admission> }, options: { readonly maxBytes: number, readonly tooLarge: ServiceError }): AdmittedBody {
+export function readAdmittedBody(exchange: Exchange, gate: { enter(signal: AbortSignal): Promise<Admission> }, options: { readonly maxBytes: number, readonly tooLarge: ServiceError, readonly drainBytes?: number }): AdmittedBody {
   const controller = new AbortController()
   let admission: Admission | undefined
+  let ended = !carriesBody(exchange)
   exchange.onClose(() => {
     controller.abort(new ServiceError('INTERNAL', { message: 'the client went away' }))
     admission?.release()
@@ -164,8 +184,8 @@ export function readAdmittedBody(exchange: Exchange, gate: { enter(signal: Abort
     const a = await entered
     if (!a.tryCharge(bytes)) await a.charge(bytes, { timeoutMs: REQUEST_TIMEOUT_MS, signal: controller.signal })
   }
-  const body = readBoundedBody(exchange, { ...options, charge, wait })
+  const body = readBoundedBody(exchange, { ...options, charge, wait, ended: () => { ended = true } })
   entered.catch(() => {})
   body.catch(() => {})
-  return { signal: controller.signal, entered, body, release: () => admission?.release() }
+  return { signal: controller.signal, entered, body, ended: () => ended, release: () => admission?.release() }
 }

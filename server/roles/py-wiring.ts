@@ -5,6 +5,7 @@
  * The policy is built by the root with engine/policy/mount-policy.ts.
  */
 import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
+import { ServiceError } from '../../engine/errors.js'
 import { metadataUrl, type FileRequestKind } from '../../engine/pypi/file-url.js'
 import type { PageFile } from '../../engine/pypi/project-page.js'
 import { ProjectPageRecord } from '../../engine/pypi/project-page-record.js'
@@ -15,7 +16,8 @@ import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import { runPyPageTask } from '../../workers/py-page-client.js'
 import type { PyPageOutcome } from '../../workers/py-page-task.js'
 import { ArtifactCounters } from '../routes/artifact-counters.js'
-import { createArtifactHandler, type SelectedArtifact } from '../routes/artifact-route.js'
+import { createArtifactHandler, type ArtifactRouteDeps, type SelectedArtifact } from '../routes/artifact-route.js'
+import { visiblyNotArtifact } from '../routes/public-leg.js'
 import { mountPy, type FileHandler } from '../routes/py-mount.js'
 import { mountClients } from './mount-clients.js'
 import { mountCache, type MountAttachment, type MountWiringOptions } from './mount-wiring.js'
@@ -59,8 +61,31 @@ function upstreamOf(file: PageFile, kind: FileRequestKind): string | undefined {
   return file.provenance
 }
 
+/**
+ * The `.metadata` relay (PEP 658): bounded by `limits.maxCoreMetadataBytes` on both legs, and an answer typed as
+ * anything but core metadata (text/plain or an octet stream) refused 503 rather than passed to pip.
+ */
+function metadataRelay(maxBytes: number): Pick<ArtifactRouteDeps, 'relayBound' | 'anomalousType' | 'anomalousRefusal'> {
+  return {
+    relayBound: {
+      maxBytes,
+      tooLarge: new ServiceError('RESPONSE_TOO_LARGE', { message: `the upstream's core metadata file exceeds ${maxBytes} bytes (limits.maxCoreMetadataBytes)` }),
+    },
+    anomalousType: (contentType) => mediaType(contentType) !== 'text/plain' && visiblyNotArtifact(contentType),
+    anomalousRefusal: (contentType, upstream) => new ServiceError('UPSTREAM_UNAVAILABLE', {
+      message: `the upstream answered with ${mediaType(contentType)}, not core metadata`,
+      data: { upstream, reason: 'not core metadata', contentType },
+    }),
+  }
+}
+
+function mediaType(contentType: string | undefined): string {
+  return (contentType?.split(';')[0] ?? '').trim().toLowerCase()
+}
+
 export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> {
   const { mount, config, policy, gate, logger, clock } = o
+  const metadataRelayDeps = metadataRelay(config.limits.maxCoreMetadataBytes)
   const { privateClient, publicClient } = mountClients(mount, o.upstreams)
   const cache = mountCache<PageFile>(o, {
     selectedVersionSize: (f) => 256 + f.filename.length * 2 + f.url.length * 2 + (f.provenance?.length ?? 0) * 2,
@@ -123,8 +148,9 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
         }
       },
       validate: (project, filename) => [project, filename],
-      // Metadata is text and provenance JSON by nature; only a distribution is judged by its media type.
-      ...(kind === 'file' ? {} : { anomalousType: () => false }),
+      // A distribution of a visibly other type is relayed, warned and never mirrored; core metadata is text, so an
+      // HTML, XML or JSON answer is an error page and refused; provenance is JSON by nature, never judged by type.
+      ...(kind === 'file' ? {} : kind === 'metadata' ? metadataRelayDeps : { anomalousType: () => false }),
       evaluate: (facts) => policy.evaluator.evaluate(facts, 'admission'),
       observe: policy.observeDecision,
       rules: mount.rules,

@@ -21,7 +21,7 @@ import type { ArtifactResponse } from '../../engine/upstream/http1/artifact-resp
 import type { AbortCue } from '../../engine/upstream/http1/request-abort.js'
 import type { OpenArtifactOptions } from '../../engine/upstream/upstream-client.js'
 import type { Exchange } from '../http/exchange.js'
-import { DEFAULT_ARTIFACT_TYPE, relayArtifact, relayedHeaders, type RelayOutcome } from '../http/relay.js'
+import { DEFAULT_ARTIFACT_TYPE, relayArtifact, relayedHeaders, type RelayBound, type RelayOutcome } from '../http/relay.js'
 import type { ArtifactCounters, ArtifactLeg, ArtifactOutcome } from './artifact-counters.js'
 
 /** error: the public upstream gave no answer, or failed mid-body (the client's connection was cut). */
@@ -34,6 +34,8 @@ export type RouteOpenOptions = OpenArtifactOptions & { readonly abort: AbortCue 
 export interface ArtifactReporting {
   readonly logger: Logger
   readonly counters: ArtifactCounters
+  /** A bound on every relayed body, on either leg (the py `.metadata` relay); unset: none. */
+  readonly relayBound?: RelayBound
 }
 
 /**
@@ -103,7 +105,7 @@ export function answerBodiless(exchange: Exchange, response: ArtifactResponse): 
 export async function relayToClient(
   report: ArtifactReporting, exchange: Exchange, leg: ArtifactLeg, name: string, upstream: string, response: ArtifactResponse, body: ArtifactBody,
 ): Promise<RelayOutcome> {
-  const outcome = await relayArtifact(exchange, { status: response.statusCode, headers: response.headers, body }, { upstream })
+  const outcome = await relayArtifact(exchange, { status: response.statusCode, headers: response.headers, body }, { upstream, ...(report.relayBound === undefined ? {} : { bound: report.relayBound }) })
   const kind: ArtifactOutcome = outcome.kind === 'delivered' ? 'delivered'
     : outcome.kind === 'client-gone' ? 'client_gone'
       : outcome.afterFirstByte ? 'cut' : 'failed'

@@ -7,8 +7,9 @@
  *
  * In order:
  * 1. The gate's entry step, then the body read under AUDIT_MAX_BODY_BYTES
- *    as received (413 over it, declared or counted), each chunk charged to
- *    the memory gate as it arrives (request-body.ts).
+ *    as received (413 over it, declared or counted, once the rest has been
+ *    read and dropped up to AUDIT_DRAIN_BYTES), each chunk charged to the
+ *    memory gate as it arrives (request-body.ts).
  * 2. Its `Content-Encoding` (npm sends gzip) undone under
  *    AUDIT_MAX_DECODED_BYTES (413 past it: a gzip bomb stops there), and
  *    AUDIT_PARSE_CHARGE_FACTOR times the decoded size charged before it is
@@ -23,6 +24,7 @@
  * npm 6) answer 501 with an envelope telling the user to upgrade npm.
  */
 import { advisoryExpired, isServiceError, ServiceError } from '../../engine/errors.js'
+import { DEFAULT_PUBLISH_MAX_BODY_BYTES } from '../../engine/config/schema.js'
 import type { AdvisoryDatabase } from '../../engine/advisory/artifact/database.js'
 import type { Clock } from '../../engine/clock.js'
 import type { Logger } from '../../engine/log/logger.js'
@@ -36,6 +38,13 @@ import { readAdmittedBody, respondAfterBody } from '../http/request-body.js'
 const MiB = 1024 * 1024
 /** The audit request as received (gzip from npm): a tree of 10,000 packages is well under 1 MiB. */
 export const AUDIT_MAX_BODY_BYTES = 4 * MiB
+/**
+ * A body over AUDIT_MAX_BODY_BYTES is read and dropped up to this many bytes
+ * before its 413 (npm reads no answer before its upload ends: cut off, it
+ * reports EPIPE); past it the 413 goes at once and the connection closes.
+ * The bound every refused write under the mount is read to by default.
+ */
+export const AUDIT_DRAIN_BYTES = DEFAULT_PUBLISH_MAX_BODY_BYTES
 /** The audit request once its coding is undone. */
 export const AUDIT_MAX_DECODED_BYTES = 32 * MiB
 /** Names looked up between two yields to the event loop (a few milliseconds of work at most). */
@@ -69,7 +78,7 @@ export function createBulkAuditHandler(deps: AuditRouteDeps): (exchange: Exchang
 
   return (ex) => {
     // Everything up to readAdmittedBody is synchronous: uWS hands the body only to a reader registered here.
-    const { signal, entered, body, release } = readAdmittedBody(ex, gate, { maxBytes: AUDIT_MAX_BODY_BYTES, tooLarge: bodyTooLarge })
+    const { signal, entered, body, ended, release } = readAdmittedBody(ex, gate, { maxBytes: AUDIT_MAX_BODY_BYTES, tooLarge: bodyTooLarge, drainBytes: AUDIT_DRAIN_BYTES })
 
     return (async () => {
       let received = false
@@ -105,8 +114,8 @@ export function createBulkAuditHandler(deps: AuditRouteDeps): (exchange: Exchang
       } catch (error) {
         if (ex.closed) return
         const failure = isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })
-        // A body refused before its end (over the bound, the gate) is still arriving: answer now and close, never read it all.
-        ex.respondError(failure, received ? {} : { close: true })
+        // A body refused before its end (past the drain bound, the gate) is still arriving: answer now and close, never read it all.
+        ex.respondError(failure, received || ended() ? {} : { close: true })
       } finally {
         release()
       }

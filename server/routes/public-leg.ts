@@ -74,10 +74,12 @@ export interface PublicLegDeps extends ArtifactReporting {
   clock?: Clock
   /** Media types that say a public success is not what was asked for (warned and counted, never mirrored). Default: text, JSON and XML. */
   anomalousType?(contentType: string | undefined): boolean
+  /** When set, such a success is refused with the error it returns rather than relayed (the py `.metadata` relay). */
+  anomalousRefusal?(contentType: string | undefined, upstream: string): ServiceError
 }
 
 /** Media types that say a success is not an artifact (an error page, a JSON document). */
-function visiblyNotArtifact(contentType: string | undefined): boolean {
+export function visiblyNotArtifact(contentType: string | undefined): boolean {
   if (contentType === undefined) return false
   const type = (contentType.split(';')[0] ?? '').trim().toLowerCase()
   return type.startsWith('text/') || type === 'application/json' || type === 'application/xml'
@@ -204,6 +206,12 @@ async function answerPublic(deps: PublicLegDeps, exchange: Exchange, response: A
   if (anomalous !== undefined) {
     counters.anomalous(anomalous)
     logger.warn(ARTIFACT_RELAY_ANOMALOUS, { ...where, reason: anomalous, ...(contentType === undefined ? {} : { contentType }) })
+    if (deps.anomalousRefusal !== undefined) {
+      response.body?.destroy()
+      counters.relay('public', 'miss')
+      exchange.respondError(deps.anomalousRefusal(contentType, upstream), { head })
+      return
+    }
   }
   if (response.body === null || head) {
     response.body?.destroy()

@@ -77,7 +77,8 @@ export function createWhyHandler(deps: WhyRouteDeps): (ex: Exchange, pkg: string
     }
     if (ex.closed) return
     if (selected === undefined || selected.version !== version) {
-      ex.respondError(new ServiceError('UPSTREAM_MISS', { message: `${name}@${version} is not a public version this proxy can see; a private version is served as the private registry has it, without rules` }), { head })
+      // The route reads the public side alone, so it cannot tell a version published nowhere from a private one: it claims neither.
+      ex.respondError(new ServiceError('UPSTREAM_MISS', { message: `${name}@${version} is in no public document this proxy can see, so no rule judges it here; if the private registry publishes it, it is served as that registry has it, without rules` }), { head })
       return
     }
     // The same facts the artifact route gates on, history included (DenyIfTrustDowngrade, DenyIfInstallScriptAdded).
@@ -89,9 +90,10 @@ export function createWhyHandler(deps: WhyRouteDeps): (ex: Exchange, pkg: string
       version,
       phase: 'admission',
       verdict: decision.verdict,
-      rule: decision.rule ?? null,
-      ruleNumber: decision.ruleIndex === undefined ? null : decision.ruleIndex + 1,
-      reason: decision.reason,
+      // The rule the message names: a quarantine that will admit a version no rule admits yet is named, not `default`.
+      rule: explained?.ruleNumber === undefined ? decision.rule ?? null : explained.rule,
+      ruleNumber: explained?.ruleNumber ?? (decision.ruleIndex === undefined ? null : decision.ruleIndex + 1),
+      reason: explained?.reason ?? decision.reason,
       evidence: decision.evidence,
       publishedAt: selected.publishedAt?.toISOString() ?? null,
       admittedFrom: explained?.admittedFrom ?? null,

@@ -70,7 +70,7 @@ t.test('npm and pnpm install through the proxy; a denied version is never instal
     t.match((admitted.json() as { publishedAt: string }).publishedAt, /^\d{4}-\d\d-\d\dT/)
     const unknown = await proxy.get('/js/-/why/e2e-util/9.9.9')
     t.equal(unknown.status, 404)
-    t.match(unknown.json(), { error: /not a public version this proxy can see/ })
+    t.match(unknown.json(), { error: /is in no public document this proxy can see/ })
     t.equal((await proxy.get('/js/-/why/e2e-util/1.0.0%0d%0a')).status, 404, 'a version that is no version: 404 before any lookup')
   })
 

@@ -88,3 +88,40 @@ t.test('no _attachments is a metadata change (deprecate, one-version unpublish):
   empty['_attachments'] = {}
   t.equal(codeOf(() => checkPublishDocument(bytesOf(empty), '@acme/lib')), 'PUBLISH_METADATA_CHANGE')
 })
+
+t.test('a key repeated in any object of the document: 400 (a first-wins target would read another name, manifest or tarball)', async (t) => {
+  const text = (): string => Buffer.from(bytesOf(publishDocument({ name: '@acme/lib' }))).toString('utf8')
+  const evil = publishDocument({ name: '@evil/lib', tarball: Buffer.from('evil bytes') })
+  const evilManifest = JSON.stringify(evil['versions']['1.0.0'])
+  // Each is read last-wins by JSON.parse (so the check sees @acme/lib as it should be) and first-wins by some targets.
+  const cases: Record<string, string> = {
+    'root name': text().replace('{', '{"name":"@evil/lib",'),
+    'root _id': text().replace('{', '{"_id":"@evil/lib",'),
+    'root name, escaped': text().replace('{', '{"n\\u0061me":"@evil/lib",'),
+    'root versions': text().replace('{', `{"versions":${JSON.stringify(evil['versions'])},`),
+    'root _attachments': text().replace('{', `{"_attachments":${JSON.stringify(evil['_attachments'])},`),
+    'a version key': text().replace('"versions":{', `"versions":{"1.0.0":${evilManifest},`),
+    'a manifest dist': text().replace('"_id":"@acme/lib@1.0.0",', `"_id":"@acme/lib@1.0.0","dist":${JSON.stringify(evil['versions']['1.0.0'].dist)},`),
+    'a manifest name': text().replace('"_id":"@acme/lib@1.0.0",', '"_id":"@acme/lib@1.0.0","name":"@evil/lib",'),
+    'a dist tarball': text().replace('"tarball":', '"tarball":"http://127.0.0.1/elsewhere.tgz","tarball":'),
+    'an attachment': text().replace('"_attachments":{', `"_attachments":{"@acme/lib-1.0.0.tgz":${JSON.stringify(evil['_attachments']['@evil/lib-1.0.0.tgz'])},`),
+  }
+  for (const [what, document] of Object.entries(cases)) {
+    t.not(document, text(), `${what}: the fixture was changed`)
+    t.equal(codeOf(() => checkPublishDocument(Buffer.from(document), '@acme/lib')), 'PUBLISH_DOCUMENT_INVALID', what)
+  }
+  // The same key in two different objects is no repeat.
+  t.same(checkPublishDocument(bytesOf(publishDocument({ name: '@acme/lib' })), '@acme/lib'), { versions: ['1.0.0'] })
+})
+
+t.test('a versions key that is not a canonical semver version: 400, however consistent the document', async (t) => {
+  for (const key of ['__proto__', 'latest', 'constructor', 'v1.0.0', '=1.0.0', '1.0', '01.0.0', '1.0.0+build.1', ' 1.0.0', '']) {
+    const doc = publishDocument({ name: '@acme/lib', version: key })
+    // JSON.parse makes `__proto__` an own key; the fixture's literal object would not.
+    const text = key === '__proto__' ? Buffer.from(JSON.stringify(publishDocument({ name: '@acme/lib', version: 'PROTO' })).replaceAll('PROTO', '__proto__')) : bytesOf(doc)
+    t.equal(codeOf(() => checkPublishDocument(text, '@acme/lib')), 'PUBLISH_DOCUMENT_INVALID', JSON.stringify(key))
+  }
+  for (const version of ['1.0.0', '0.0.0-rc.1', '10.20.30-alpha.beta-1.0']) {
+    t.same(checkPublishDocument(bytesOf(publishDocument({ name: '@acme/lib', version })), '@acme/lib'), { versions: [version] }, version)
+  }
+})

@@ -1,4 +1,4 @@
-import { appendFile, mkdtemp, readFile, rm } from 'node:fs/promises'
+import { appendFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -8,6 +8,7 @@ import { RecordingLogger } from '../doubles/recording-logger.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 import { JOURNAL_FILE, JOURNAL_LINE_SKIPPED } from '../../engine/queue/queue-journal.js'
 import { QueueFailureReason } from '../../engine/queue/queue.js'
+import type { ServiceError } from '../../engine/errors.js'
 import type { QueueMessage } from '../../engine/queue/queue.js'
 import { queueSuite, rejectsWithReason } from './queue.suite.js'
 
@@ -205,4 +206,18 @@ t.test('EmbeddedQueue guards its options', async (t) => {
   t.teardown(() => dlq.close())
   await t.rejects(EmbeddedQueue.open({ dir: join(root, 'q'), redrive: { maxReceiveCount: 0, deadLetterQueue: dlq } }), TypeError)
   await t.rejects(EmbeddedQueue.open({ dir: join(root, 'dlq'), redrive: { maxReceiveCount: 3, deadLetterQueue: dlq } }), TypeError)
+})
+
+t.test('a journal that cannot be read refuses the open with a message naming the file and the cause', async (t) => {
+  const { root, clock } = await fixture(t)
+  const dir = join(root, 'jobs')
+  await mkdir(join(dir, JOURNAL_FILE), { recursive: true })
+  const refusal = await EmbeddedQueue.open({ dir, clock }).then(() => undefined, (error: unknown) => error as ServiceError)
+  t.equal(refusal?.code, 'QUEUE_FAILURE')
+  t.match(refusal?.message, join(dir, JOURNAL_FILE), 'the file is named')
+  t.match(refusal?.message, /EISDIR/, 'and the cause')
+  // The folder's lock was returned: once the journal is a file again the queue opens.
+  await rm(join(dir, JOURNAL_FILE), { recursive: true })
+  const queue = await EmbeddedQueue.open({ dir, clock })
+  await queue.close()
 })

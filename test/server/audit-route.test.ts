@@ -6,6 +6,8 @@
  * database, and every charge returned to the memory gate afterwards. The
  * route matching of the npm v1 paths is checked too.
  */
+import { randomBytes } from 'node:crypto'
+import { request as httpRequest } from 'node:http'
 import { gzipSync } from 'node:zlib'
 import t from 'tap'
 import { decodeRequestBody } from '../../server/http/decoded-request-body.js'
@@ -73,4 +75,43 @@ t.test('the route on a proxy without an advisory database', async (t) => {
 
   const gate = proxy.role.metrics()['service.serve.admission.memory'] as { chargedBytes: number }
   t.equal(gate.chargedBytes, 0, 'every charge returned')
+})
+
+/**
+ * POSTs `body` as npm does (node:http, the whole body written whatever the
+ * server answers meanwhile): the status and body read, and the request's
+ * own error. npm's fetch (minipass-fetch) forwards a request error that
+ * follows the response into the response body, so npm then reports that
+ * error (EPIPE) and never the 413 envelope.
+ */
+function postLikeNpm(url: string, body: Buffer, chunked: boolean): Promise<{ status?: number, body?: string, error?: string }> {
+  return new Promise((resolve) => {
+    const seen: { status?: number, body?: string, error?: string } = {}
+    const req = httpRequest(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', ...(chunked ? {} : { 'content-length': String(body.byteLength) }) },
+    }, (res) => {
+      seen.status = res.statusCode
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => { seen.body = Buffer.concat(chunks).toString() })
+      res.on('error', () => {})
+    })
+    req.on('error', (error: NodeJS.ErrnoException) => { seen.error = error.code ?? error.message })
+    // After the last event either side: a late EPIPE is what npm trips on.
+    req.on('close', () => setTimeout(() => resolve(seen), 100))
+    req.end(body)
+  })
+}
+
+t.test('a body over the bound is read and dropped before its 413, so npm reads the 413 rather than EPIPE', async (t) => {
+  const proxy = await startTestProxy(t)
+  const over = randomBytes(AUDIT_MAX_BODY_BYTES + 2 * 1024 * 1024)
+  for (const chunked of [false, true]) {
+    const answer = await postLikeNpm(`${proxy.url}${BULK}`, over, chunked)
+    t.match(answer, { status: 413, body: /exceeds .* as sent/ }, `${chunked ? 'chunked' : 'with a Content-Length'}: the 413 envelope`)
+    t.equal(answer.error, undefined, `${chunked ? 'chunked' : 'with a Content-Length'}: the whole body was taken, no EPIPE`)
+  }
+  const gate = proxy.role.metrics()['service.serve.admission.memory'] as { chargedBytes: number }
+  t.equal(gate.chargedBytes, 0, 'nothing of the dropped body is charged or kept')
 })

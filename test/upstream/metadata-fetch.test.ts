@@ -13,6 +13,7 @@ import {
 import { SNAPSHOT_KEYS } from '../../engine/telemetry/snapshot-keys.js'
 import { RUN_BYTES } from '../../engine/upstream/chunk-runs.js'
 import { codeOf, makeClient, startServer, text } from './servers.js'
+import { ManualClock } from '../doubles/manual-clock.js'
 
 const DOC = JSON.stringify({ name: 'left-pad', versions: { '1.0.0': { name: 'left-pad', version: '1.0.0' } } })
 
@@ -339,4 +340,23 @@ t.test('a large document comes back in runs, not in the socket\'s pieces', async
   t.equal(text(got.chunks), big)
   t.ok(seen.length > got.chunks.length, `${seen.length} pieces read, ${got.chunks.length} kept`)
   for (const chunk of got.chunks.slice(0, -1)) t.ok(chunk.byteLength >= RUN_BYTES, `a run of ${chunk.byteLength} bytes`)
+})
+
+t.test('a metadata miss logs once per package per 15 minutes; the rest are counted, and the next line says how many', async (t) => {
+  const up = await startServer(t, (_req, res) => { res.writeHead(404).end() })
+  const clock = new ManualClock(Date.parse('2026-11-27T12:00:00Z'))
+  const { client, logger, counters } = makeClient(t, { url: up.origin, trusted: true, clock })
+  const misses = (): Record<string, unknown>[] => logger.records.filter((r) => r.message === METADATA_MISS).map((r) => r.data)
+  for (let i = 0; i < 5; i++) t.equal((await client.fetchDocument('absent-one')).kind, 'miss')
+  t.equal((await client.fetchDocument('absent-two')).kind, 'miss')
+  t.match(misses(), [{ package: 'absent-one', status: 404 }, { package: 'absent-two', status: 404 }], 'one line per package')
+  t.equal(counters.snapshot()['upstream_status'], 6, 'every miss is counted')
+  clock.advance(15 * 60_000 - 1)
+  await client.fetchDocument('absent-one')
+  t.equal(misses().length, 2, 'still within 15 minutes of its line')
+  clock.advance(1)
+  await client.fetchDocument('absent-one')
+  t.equal(misses().length, 3, 'logged again once 15 minutes have passed')
+  t.match(misses()[2], { package: 'absent-one', repeats: 5 }, 'the misses not logged since its last line')
+  t.equal(misses()[0]?.['repeats'], undefined, 'a first line carries no repeats')
 })
