@@ -66,8 +66,13 @@ export function selectedVersionKey(ecosystem: string, packageName: string, filen
   return [ecosystem, packageName, filename].join(SEPARATOR)
 }
 
-export function assembledKey(ecosystem: string, packageName: string, form: string, generation: number | string): string {
-  return [ecosystem, packageName, form, String(generation)].join(SEPARATOR)
+/**
+ * `variant` names what else the answer's bytes depend on: the base URL its
+ * artifact URLs start with when they follow the request's origin, and the
+ * npm audit view (engine/packument/render-variant.ts); '' for the default.
+ */
+export function assembledKey(ecosystem: string, packageName: string, form: string, generation: number | string, variant = ''): string {
+  return [ecosystem, packageName, form, String(generation), variant].join(SEPARATOR)
 }
 
 /** Accounted bytes of an answer: its body and tag, and a flat 256 for its freshness record. */

@@ -27,6 +27,7 @@ import type { DocumentValidators, UpstreamClient } from '../upstream/upstream-cl
 import { codedEtag, COMPRESS_MIN_BYTES, type ContentCoding } from './content-coding.js'
 import type { SelectedVersion } from './merge.js'
 import type { PackumentOutcome } from './pipeline.js'
+import { variantKey, type RenderVariant } from './render-variant.js'
 import type { StructureLimits } from './scanner.js'
 
 /** Logged when a revalidation behind a served answer fails (warn; debug when the gate shed it). */
@@ -38,6 +39,8 @@ export interface RenderJob {
   readonly privateEtag: string | undefined
   readonly publicEtag: string | undefined
   readonly abbreviated: boolean
+  /** The base URL of the answer's artifact URLs; undefined: the mount's configured one. */
+  readonly baseUrl: string | undefined
   readonly now: number
   readonly privateChunks: readonly Uint8Array[] | undefined
   readonly publicChunks: readonly Uint8Array[] | undefined
@@ -114,8 +117,8 @@ export class RevalidationCounters {
 /** A forced render for an artifact whose record is gone happens at most this often per package (a stream of unknown file names costs one). */
 const RESELECT_AFTER_MS = 60_000
 
-/** What a load reads and renders: the request's package and form, charged to `admission`. */
-interface Subject {
+/** What a load reads and renders: the request's package, form and variant, charged to `admission`. */
+interface Subject extends RenderVariant {
   readonly packageName: string
   readonly abbreviated: boolean
   readonly admission: Admission
@@ -123,7 +126,7 @@ interface Subject {
 
 type State = 'fresh' | 'stale' | 'revalidate' | 'reload'
 
-export interface PackumentRequest {
+export interface PackumentRequest extends RenderVariant {
   /** The decoded package name. */
   readonly packageName: string
   readonly abbreviated: boolean
@@ -218,7 +221,7 @@ export class PackumentService {
     const { ecosystem, cache, generation } = this.#o
     // One generation for the whole request: a swap in between must not retain old bytes under the new key.
     const current = generation()
-    const key = assembledKey(ecosystem, request.packageName, form, current)
+    const key = assembledKey(ecosystem, request.packageName, form, current, variantKey(request))
     const held = cache.assembled.retained(key)
     const state = held === undefined ? 'reload' : this.#state(held)
     if (held !== undefined && (state === 'fresh' || state === 'stale')) {
@@ -259,7 +262,7 @@ export class PackumentService {
     this.#o.cache.assembled.behind(key, async (signal) => {
       const admission = await revalidation.admit(signal)
       try {
-        return await this.#revalidate({ packageName: request.packageName, abbreviated: request.abbreviated, admission }, held, signal)
+        return await this.#revalidate({ packageName: request.packageName, abbreviated: request.abbreviated, baseUrl: request.baseUrl, view: request.view, admission }, held, signal)
       } finally {
         admission.release()
       }
@@ -331,6 +334,7 @@ export class PackumentService {
           privateEtag: priv.kind === 'document' ? priv.etag : undefined,
           publicEtag: pub.kind === 'document' ? pub.etag : undefined,
           abbreviated: subject.abbreviated,
+          baseUrl: subject.baseUrl,
           now: readAt,
           privateChunks,
           publicChunks,

@@ -79,7 +79,7 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
     },
     render: (job) => runPyPageTask(o.pool, {
       project: job.project,
-      baseUrl: config.server.baseUrl,
+      baseUrl: job.baseUrl ?? config.server.baseUrl,
       format: job.format,
       now: job.now,
       privatePage: job.privatePage,
@@ -146,6 +146,7 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
     service,
     gate,
     logger,
+    origin: o.origin,
     files: { file: handlerFor('file'), metadata: handlerFor('metadata'), provenance: handlerFor('provenance') },
   })
   return {

@@ -18,11 +18,14 @@ import { negotiateCoding } from '../../engine/packument/content-coding.js'
 import type { PackumentService } from '../../engine/packument/packument-service.js'
 import { inChildSpan } from '../../engine/telemetry/work-span.js'
 import type { Exchange } from '../http/exchange.js'
+import type { RequestOrigin } from '../http/request-origin.js'
 
 export interface PackumentRouteDeps {
   readonly service: PackumentService
   readonly gate: AdmissionGate
   readonly logger: Logger
+  /** The base URL of the answer's artifact URLs (server/http/request-origin.ts); absent: the configured one. */
+  readonly origin?: RequestOrigin
 }
 
 export const PACKUMENT_REQUEST_FAILED = 'packument request failed'
@@ -42,8 +45,11 @@ export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exc
   return async (ex, pkg) => {
     const head = ex.method === 'HEAD'
     let packageName: string
+    let baseUrl: string | undefined
     try {
       packageName = validatePackageName(pkg)
+      // Read now, while uWS still holds the request (STYLE.md rule 1).
+      baseUrl = requestBaseUrl(deps.origin, ex)
     } catch (error) {
       ex.respondError(toServiceError(error, 'BAD_PACKAGE_NAME'), { head })
       return
@@ -51,7 +57,7 @@ export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exc
     const abbreviated = (ex.header('accept') ?? '').includes(ABBREVIATED_MEDIA_TYPE)
     const coding = negotiateCoding(ex.header('accept-encoding'))
     await serveListing(ex, gate, {
-      assemble: (admission, signal) => service.assemble({ packageName, abbreviated, coding, admission, signal }),
+      assemble: (admission, signal) => service.assemble({ packageName, abbreviated, coding, baseUrl, admission, signal }),
       headers: (assembled) => ({
         etag: assembled.etag,
         vary: 'Accept, Accept-Encoding',
@@ -62,6 +68,11 @@ export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exc
       failed: (failure) => logger.warn(PACKUMENT_REQUEST_FAILED, { package: packageName, code: failure.code, status: failure.status }),
     })
   }
+}
+
+/** The request's own base URL when artifact URLs follow it, else undefined (the configured one); throws HOST_NOT_ALLOWED. */
+export function requestBaseUrl(origin: RequestOrigin | undefined, ex: Exchange): string | undefined {
+  return origin === undefined || origin.fixed ? undefined : origin.baseUrlOf(ex)
 }
 
 export interface ListingAnswer {
