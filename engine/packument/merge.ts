@@ -47,6 +47,12 @@ export interface Decide {
    * can say when its answer must be re-gated; absent: never by age alone.
    */
   readonly clock?: { readonly now: number; readonly ageSteps: (packageName: string) => readonly number[]; readonly expiresAt?: number | undefined }
+  /**
+   * The sentence a refusal carries (engine/policy/explain.ts, with the
+   * mount's rules), for what the answer says about a withheld version;
+   * absent: a shorter one naming the rule and the reason.
+   */
+  readonly explain?: (decision: Decision, facts: VersionFacts) => string
 }
 
 export interface MergeInput {
@@ -57,6 +63,13 @@ export interface MergeInput {
   readonly publicIndex?: PackumentIndex | undefined
   readonly decide: Decide
   readonly ecosystem?: Ecosystem
+  /**
+   * The npm audit view (render-variant.ts): list the public versions the
+   * gate withheld, each marked `deprecated` with why, instead of leaving
+   * them out. Nothing about them changes elsewhere: `dist-tags`, the counts
+   * and the artifact route's refusal stay as in the install view.
+   */
+  readonly listWithheld?: boolean
 }
 
 /**
@@ -125,6 +138,8 @@ export interface PlannedVersion {
   readonly segmentEnd: number
   /** The rewritten `dist.tarball` as a JSON string token, when the segment's source bytes cannot be copied. */
   readonly tarballToken: string | undefined
+  /** Set on a withheld version listed by the audit view: the text of the `deprecated` member render adds. */
+  readonly withheldNote?: string
 }
 
 export interface IndexedMember {
@@ -270,7 +285,8 @@ class MergeState {
   readonly privateIndex: PackumentIndex | undefined
   readonly publicIndex: PackumentIndex | undefined
   readonly rewriter: TarballRewriter
-  /** Kept versions, private first, in document order. */
+  readonly listWithheld: boolean
+  /** Kept versions (and, in the audit view, listed withheld ones), private first, in document order. */
   versions: PlannedVersion[] = []
   /** Each kept version's document. */
   readonly survivors = new Map<string, PackumentIndex>()
@@ -299,6 +315,7 @@ class MergeState {
     this.privateIndex = input.privateIndex
     this.publicIndex = input.publicIndex
     this.rewriter = new TarballRewriter(input.baseUrl, input.packageName)
+    this.listWithheld = input.listWithheld === true
   }
 
   drop(version: string, reason: DropReason): void {
@@ -310,6 +327,11 @@ class MergeState {
   keep(version: string, index: PackumentIndex, entry: VersionEntry, tarball: Tarball | undefined): void {
     this.versions.push(this.#planned(version, index, entry, tarball))
     this.survivors.set(version, index)
+  }
+
+  /** Lists a withheld version in the audit view: in `versions` and `time`, marked, never a survivor (dist-tags). */
+  list(version: string, index: PackumentIndex, entry: VersionEntry, tarball: Tarball, note: string): void {
+    this.versions.push({ ...this.#planned(version, index, entry, tarball), withheldNote: note })
   }
 
   #planned(version: string, index: PackumentIndex, entry: VersionEntry, tarball: Tarball | undefined): PlannedVersion {
@@ -405,6 +427,7 @@ function gatePublicVersions(state: MergeState, decide: Decide, ecosystem: Ecosys
         state.selectedAdmitted.push(false)
         state.refusedFiles.add(record.filename)
         state.refusedTags.add(fileTag(record.filename))
+        if (state.listWithheld) state.list(version, publicIndex, entry, tarball, withheldNote(decide, decision, facts))
       }
       continue
     }
@@ -419,6 +442,18 @@ function gatePublicVersions(state: MergeState, decide: Decide, ecosystem: Ecosys
     state.keptPublic++
   }
 }
+
+/** What the audit view says of a version withheld because a refused version has its tarball's file name. */
+const SHARED_FILE_NOTE = 'withheld by policy: its tarball has the file name of a version the rules refused'
+
+/** The `deprecated` text of a withheld version in the audit view: the refusal's own sentence. */
+function withheldNote(decide: Decide, decision: Decision, facts: VersionFacts): string {
+  if (decide.explain !== undefined) return `${WITHHELD_PREFIX}${decide.explain(decision, facts)}`
+  const rule = decision.rule === undefined ? 'no rule admitted it' : `${decision.rule} (rule ${(decision.ruleIndex ?? 0) + 1})`
+  return `${WITHHELD_PREFIX}${rule}, ${decision.reason}`
+}
+
+const WITHHELD_PREFIX = 'withheld by policy: '
 
 /** What of a decision the main thread must see: skipped checks, advisory rules that answered or could not. */
 function observe(state: MergeState, version: string, decision: Decision): void {
@@ -449,7 +484,9 @@ function withholdSharedFileNames(state: MergeState): void {
   const withheldToo = shadowed
   const publicIndex = state.publicIndex
   state.selected = selected.filter((record, k) => selectedAdmitted[k] !== true || !withheldToo.has(record.version))
-  state.versions = state.versions.filter((v) => v.index !== publicIndex || !withheldToo.has(v.version))
+  state.versions = state.listWithheld
+    ? state.versions.map((v) => (v.index !== publicIndex || !withheldToo.has(v.version) ? v : { ...v, withheldNote: SHARED_FILE_NOTE }))
+    : state.versions.filter((v) => v.index !== publicIndex || !withheldToo.has(v.version))
   for (const version of withheldToo) state.survivors.delete(version)
   state.keptPublic -= withheldToo.size
   state.withheld += withheldToo.size

@@ -41,6 +41,8 @@ export interface RenderJob {
   readonly abbreviated: boolean
   /** The base URL of the answer's artifact URLs; undefined: the mount's configured one. */
   readonly baseUrl: string | undefined
+  /** List the withheld public versions, marked (the npm audit view, render-variant.ts). */
+  readonly listWithheld: boolean
   readonly now: number
   readonly privateChunks: readonly Uint8Array[] | undefined
   readonly publicChunks: readonly Uint8Array[] | undefined
@@ -335,6 +337,7 @@ export class PackumentService {
           publicEtag: pub.kind === 'document' ? pub.etag : undefined,
           abbreviated: subject.abbreviated,
           baseUrl: subject.baseUrl,
+          listWithheld: subject.view === 'audit',
           now: readAt,
           privateChunks,
           publicChunks,

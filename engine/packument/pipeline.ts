@@ -20,6 +20,8 @@ export interface PackumentRequest extends UpstreamEtags {
   readonly limits?: StructureLimits
   readonly ecosystem?: Ecosystem
   readonly decide: Decide
+  /** The npm audit view: withheld versions listed, marked (MergeInput.listWithheld). */
+  readonly listWithheld?: boolean
 }
 
 export interface PackumentOutcome {
@@ -86,6 +88,7 @@ export function planPackument(request: PackumentRequest, privateIndex: Packument
     publicIndex,
     decide: request.decide,
     ...(request.ecosystem === undefined ? {} : { ecosystem: request.ecosystem }),
+    ...(request.listWithheld === true ? { listWithheld: true } : {}),
   })
 }
 

@@ -70,6 +70,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
       publicEtag: job.publicEtag,
       baseUrl: job.baseUrl ?? config.server.baseUrl,
       abbreviated: job.abbreviated,
+      listWithheld: job.listWithheld,
       ecosystem: 'js',
       limits,
       now: job.now,

@@ -12,6 +12,7 @@ import type { AssembledResponse } from '../../engine/cache/metadata-cache.js'
 import { isServiceError, ServiceError, toServiceError } from '../../engine/errors.js'
 import type { Logger } from '../../engine/log/logger.js'
 import type { Admission, AdmissionGate } from '../../engine/memory/gate.js'
+import { NPM_COMMAND_HEADER, packumentViewOf } from '../../engine/npm/npm-command.js'
 import { validatePackageName } from '../../engine/npm/names.js'
 import { ABBREVIATED_MEDIA_TYPE } from '../../engine/packument/abbreviated-fields.js'
 import { negotiateCoding } from '../../engine/packument/content-coding.js'
@@ -55,12 +56,14 @@ export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exc
       return
     }
     const abbreviated = (ex.header('accept') ?? '').includes(ABBREVIATED_MEDIA_TYPE)
+    const view = packumentViewOf(ex.header(NPM_COMMAND_HEADER))
     const coding = negotiateCoding(ex.header('accept-encoding'))
     await serveListing(ex, gate, {
-      assemble: (admission, signal) => service.assemble({ packageName, abbreviated, coding, baseUrl, admission, signal }),
+      assemble: (admission, signal) => service.assemble({ packageName, abbreviated, coding, baseUrl, view, admission, signal }),
       headers: (assembled) => ({
         etag: assembled.etag,
-        vary: 'Accept, Accept-Encoding',
+        // npm's audit is answered another document (the audit view): a shared cache must not serve one for the other.
+        vary: `Accept, Accept-Encoding, ${NPM_COMMAND_HEADER}`,
         'cache-control': 'no-cache',
         ...(assembled.coding === undefined ? {} : { 'content-encoding': assembled.coding }),
       }),
