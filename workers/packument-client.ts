@@ -127,5 +127,6 @@ export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promis
     withholding: result.withholding,
     basisBytes: result.basisBytes,
     regateAt: result.regateAt,
+    notice: result.notice,
   }
 }

@@ -57,6 +57,8 @@ export interface AssembledResponse {
   readonly coding?: 'br' | 'gzip'
   /** Set on a revalidating mount's identity answers; without it the store's time to live alone decides. */
   readonly freshness?: Freshness
+  /** The `npm-notice` line of an answer from which versions were withheld (engine/npm/withheld-notice.ts). */
+  readonly notice?: string
 }
 
 // NUL never appears in a package name, file name, form or generation, so joined keys cannot collide.
@@ -77,7 +79,7 @@ export function assembledKey(ecosystem: string, packageName: string, form: strin
 
 /** Accounted bytes of an answer: its body and tag, and a flat 256 for its freshness record. */
 export function assembledSize(value: AssembledResponse): number {
-  return value.body.byteLength + value.etag.length + (value.freshness === undefined ? 0 : 256)
+  return value.body.byteLength + value.etag.length + (value.freshness === undefined ? 0 : 256) + (value.notice?.length ?? 0)
 }
 
 /** A retaining store: a hit serves the retained value; otherwise one leader loads and retains. */

@@ -26,6 +26,7 @@ import type { Ecosystem } from '../advisory/artifact/database.js'
 import { ServiceError } from '../errors.js'
 import { withholdingOf, type VersionObservation, type Withholding } from '../listing/withholding.js'
 import { canonicalVersion } from '../npm/canonical-version.js'
+import { withheldNotice } from '../npm/withheld-notice.js'
 import type { Decision, FactNeeds, HistoryFacts, RuleKind, VersionFacts } from '../policy/decision.js'
 import { newestSurvivingVersion } from './latest.js'
 import { LazyVersionFacts } from './lazy-version-facts.js'
@@ -180,6 +181,12 @@ export interface MergePlan {
    * Undefined: none is known ahead.
    */
   readonly regateAt: number | undefined
+  /**
+   * The `npm-notice` line of an answer from which the gate withheld
+   * versions (engine/npm/withheld-notice.ts); undefined when none was, or
+   * none survived (the 403 explains itself).
+   */
+  readonly notice?: string | undefined
 }
 
 const SYNTHESIZED: ReadonlySet<string> = new Set(['name', 'dist-tags', 'versions', 'time'])
@@ -300,6 +307,9 @@ class MergeState {
   readonly refusedTags = new Set<number>()
   readonly observations: VersionObservation[] = []
   readonly refusals: Decision[] = []
+  /** Per entry of `refusals`: the version and its facts, for the notice of the newest (withheldNoticeOf). */
+  readonly refusedVersions: string[] = []
+  readonly refusedFacts: VersionFacts[] = []
   readonly answered = new Set<RuleKind>()
   readonly dropped: DroppedVersion[] = []
   keptPrivate = 0
@@ -420,6 +430,8 @@ function gatePublicVersions(state: MergeState, decide: Decide, ecosystem: Ecosys
     if (decision.verdict !== 'admit') {
       state.withheld++
       state.refusals.push(decision)
+      state.refusedVersions.push(version)
+      state.refusedFacts.push(facts)
       // Still selectable by file name: the artifact route gates it again and refuses it with the right status.
       if (tarball !== undefined) {
         const record = selectedRecord(version, tarball, publicIndex, entry, facts)
@@ -454,6 +466,18 @@ function withheldNote(decide: Decide, decision: Decision, facts: VersionFacts): 
 }
 
 const WITHHELD_PREFIX = 'withheld by policy: '
+
+/**
+ * The notice of the newest refused version (semver order, as `latest` is
+ * chosen): one explanation per render that withheld anything, none else.
+ */
+function withheldNoticeOf(state: MergeState, decide: Decide, baseUrl: string): string | undefined {
+  if (state.withheld === 0 || state.versions.length === 0 || state.refusedVersions.length === 0) return undefined
+  const newest = newestSurvivingVersion(state.refusedVersions) ?? state.refusedVersions[state.refusedVersions.length - 1]!
+  const k = state.refusedVersions.lastIndexOf(newest)
+  const reason = withheldNote(decide, state.refusals[k]!, state.refusedFacts[k]!).slice(WITHHELD_PREFIX.length)
+  return withheldNotice({ packageName: state.packageName, withheld: state.withheld, newest, reason, baseUrl })
+}
 
 /** What of a decision the main thread must see: skipped checks, advisory rules that answered or could not. */
 function observe(state: MergeState, version: string, decision: Decision): void {
@@ -592,5 +616,6 @@ export function planMerge(input: MergeInput): MergePlan {
     advisoryAnswered: [...state.answered],
     withholding: versions.length === 0 ? withholdingOf(state.refusals, unservable + droppedCount) : undefined,
     regateAt: state.regateAt,
+    notice: withheldNoticeOf(state, decide, input.baseUrl),
   }
 }

@@ -188,7 +188,7 @@ export class PackumentService {
       // The copy handed to the pool thread is this request's to carry while it is coded.
       await request.admission.charge(identity.body.byteLength, { timeoutMs: REQUEST_TIMEOUT_MS, signal })
       const body = await inChildSpan('packument compress', { 'package.name': request.packageName, 'http.response.content_coding': coding }, () => compress(identity.body, coding, signal))
-      return { body, etag: codedEtag(identity.etag, coding), coding }
+      return { body, etag: codedEtag(identity.etag, coding), coding, ...(identity.notice === undefined ? {} : { notice: identity.notice }) }
     }, request.signal)
   }
 
@@ -353,8 +353,9 @@ export class PackumentService {
       const withheld = withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')
       throw mostRecoverable([...failures, withheld])
     }
-    if (this.#o.revalidation === undefined) return { body: outcome.body, etag: outcome.etag }
-    return { body: outcome.body, etag: outcome.etag, freshness: freshnessOf(readAt, this.#freshMs, outcome.regateAt, priv, pub) }
+    const notice = outcome.notice === undefined ? {} : { notice: outcome.notice }
+    if (this.#o.revalidation === undefined) return { body: outcome.body, etag: outcome.etag, ...notice }
+    return { body: outcome.body, etag: outcome.etag, ...notice, freshness: freshnessOf(readAt, this.#freshMs, outcome.regateAt, priv, pub) }
   }
 
   get #freshMs(): number { return this.#o.revalidation?.freshMs ?? DEFAULT_ASSEMBLED_TTL_MS }

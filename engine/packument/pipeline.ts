@@ -38,6 +38,8 @@ export interface PackumentOutcome {
   readonly basisBytes: number
   /** MergePlan.regateAt: when a retained copy of this answer must be gated again. */
   readonly regateAt?: number | undefined
+  /** MergePlan.notice: the `npm-notice` line when versions were withheld. */
+  readonly notice?: string | undefined
 }
 
 /** Indexes one document given as chunks; `needs` (the gate's Decide.needs) adds the flags the history rules read. */
@@ -106,6 +108,7 @@ export function renderPlan(plan: MergePlan, abbreviated: boolean, basisBytes: nu
     withholding: plan.withholding,
     basisBytes,
     regateAt: plan.regateAt,
+    notice: plan.notice,
   }
 }
 

@@ -13,6 +13,7 @@ import { isServiceError, ServiceError, toServiceError } from '../../engine/error
 import type { Logger } from '../../engine/log/logger.js'
 import type { Admission, AdmissionGate } from '../../engine/memory/gate.js'
 import { NPM_COMMAND_HEADER, packumentViewOf } from '../../engine/npm/npm-command.js'
+import { NPM_NOTICE_HEADER } from '../../engine/npm/withheld-notice.js'
 import { validatePackageName } from '../../engine/npm/names.js'
 import { ABBREVIATED_MEDIA_TYPE } from '../../engine/packument/abbreviated-fields.js'
 import { negotiateCoding } from '../../engine/packument/content-coding.js'
@@ -56,21 +57,39 @@ export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exc
       return
     }
     const abbreviated = (ex.header('accept') ?? '').includes(ABBREVIATED_MEDIA_TYPE)
-    const view = packumentViewOf(ex.header(NPM_COMMAND_HEADER))
+    const npmCommand = ex.header(NPM_COMMAND_HEADER)
+    const view = packumentViewOf(npmCommand)
     const coding = negotiateCoding(ex.header('accept-encoding'))
     await serveListing(ex, gate, {
       assemble: (admission, signal) => service.assemble({ packageName, abbreviated, coding, baseUrl, view, admission, signal }),
       headers: (assembled) => ({
         etag: assembled.etag,
-        // npm's audit is answered another document (the audit view): a shared cache must not serve one for the other.
+        // npm's audit is answered another document (the audit view), and npm alone gets the notice: a shared cache must not serve one for the other.
         vary: `Accept, Accept-Encoding, ${NPM_COMMAND_HEADER}`,
-        'cache-control': 'no-cache',
+        'cache-control': noticeFor(assembled, npmCommand) === undefined ? 'no-cache' : 'no-store',
         ...(assembled.coding === undefined ? {} : { 'content-encoding': assembled.coding }),
       }),
+      bodyHeaders: (assembled): Record<string, string> => {
+        const notice = noticeFor(assembled, npmCommand)
+        return notice === undefined ? {} : { [NPM_NOTICE_HEADER]: notice }
+      },
       contentType: abbreviated ? ABBREVIATED_MEDIA_TYPE : 'application/json',
       failed: (failure) => logger.warn(PACKUMENT_REQUEST_FAILED, { package: packageName, code: failure.code, status: failure.status }),
     })
   }
+}
+
+/**
+ * The `npm-notice` line an answer carries to npm (engine/npm/withheld-notice.ts),
+ * or undefined: to npm only (the request names its command; pnpm and yarn
+ * send none and print nothing of it), and only for an answer from which
+ * versions were withheld. Such an answer is `no-store`: npm prints a notice
+ * only from the network, never from its cache (docs/npm.md "Withheld
+ * versions and npm notice").
+ */
+function noticeFor(assembled: AssembledResponse, npmCommand: string | undefined): string | undefined {
+  // The audit view lists the withheld versions itself (render-variant.ts): nothing there is missing.
+  return npmCommand === undefined || packumentViewOf(npmCommand) === 'audit' ? undefined : assembled.notice
 }
 
 /** The request's own base URL when artifact URLs follow it, else undefined (the configured one); throws HOST_NOT_ALLOWED. */
@@ -82,6 +101,8 @@ export interface ListingAnswer {
   assemble(admission: Admission, signal: AbortSignal): Promise<AssembledResponse>
   /** The answer's headers but its type, also sent on a 304. */
   headers(assembled: AssembledResponse): Record<string, string>
+  /** Headers of a 200 alone, never of a 304 (a notice a client would print again for its cached copy). */
+  bodyHeaders?(assembled: AssembledResponse): Record<string, string>
   readonly contentType: string
   /** A 5xx other than a shed, for the route's warn line. */
   failed(failure: ServiceError): void
@@ -110,7 +131,7 @@ export async function serveListing(ex: Exchange, gate: AdmissionGate, answer: Li
       ex.respond(304, headers, undefined, { head: true })
       return
     }
-    await ex.respondBuffered(200, { ...headers, 'content-type': answer.contentType }, assembled.body, { head })
+    await ex.respondBuffered(200, { ...headers, ...answer.bodyHeaders?.(assembled), 'content-type': answer.contentType }, assembled.body, { head })
   } catch (error) {
     if (ex.closed) return
     const failure = isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })
