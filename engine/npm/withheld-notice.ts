@@ -25,7 +25,7 @@ export interface WithheldNoticeInput {
   readonly packageName: string
   /** Public versions withheld from the answer (MergeCounts.withheld). */
   readonly withheld: number
-  /** The newest withheld version (semver order) and the sentence its refusal carries. */
+  /** The newest withheld version (semver precedence) and the sentence its refusal carries. */
   readonly newest: string
   readonly reason: string
   /** The base URL the answer's artifact URLs start with (no trailing slash needed). */

@@ -28,7 +28,7 @@ import { withholdingOf, type VersionObservation, type Withholding } from '../lis
 import { canonicalVersion } from '../npm/canonical-version.js'
 import { withheldNotice } from '../npm/withheld-notice.js'
 import type { Decision, FactNeeds, HistoryFacts, RuleKind, VersionFacts } from '../policy/decision.js'
-import { newestSurvivingVersion } from './latest.js'
+import { newestSurvivingVersion, newestVersionIndex } from './latest.js'
 import { LazyVersionFacts } from './lazy-version-facts.js'
 import { memberString, NOT_A_STRING, type Member, type PackumentIndex, type VersionEntry } from './packument-index.js'
 import { decodeFilename, TarballRewriter, tarballSegmentRange } from './tarball-url.js'
@@ -468,15 +468,17 @@ function withheldNote(decide: Decide, decision: Decision, facts: VersionFacts): 
 const WITHHELD_PREFIX = 'withheld by policy: '
 
 /**
- * The notice of the newest refused version (semver order, as `latest` is
- * chosen): one explanation per render that withheld anything, none else.
+ * The notice of the newest refused version (semver precedence,
+ * newestVersionIndex: not a semver parse per refused version, which cost
+ * 12 ms of a 51 ms plan for typescript's 3,309 nightlies): one explanation
+ * per render that withheld anything, none else.
  */
 function withheldNoticeOf(state: MergeState, decide: Decide, baseUrl: string): string | undefined {
-  if (state.withheld === 0 || state.versions.length === 0 || state.refusedVersions.length === 0) return undefined
-  const newest = newestSurvivingVersion(state.refusedVersions) ?? state.refusedVersions[state.refusedVersions.length - 1]!
-  const k = state.refusedVersions.lastIndexOf(newest)
+  if (state.withheld === 0 || state.versions.length === 0) return undefined
+  const k = newestVersionIndex(state.refusedVersions) ?? state.refusedVersions.length - 1
+  if (k < 0) return undefined
   const reason = withheldNote(decide, state.refusals[k]!, state.refusedFacts[k]!).slice(WITHHELD_PREFIX.length)
-  return withheldNotice({ packageName: state.packageName, withheld: state.withheld, newest, reason, baseUrl })
+  return withheldNotice({ packageName: state.packageName, withheld: state.withheld, newest: state.refusedVersions[k]!, reason, baseUrl })
 }
 
 /** What of a decision the main thread must see: skipped checks, advisory rules that answered or could not. */
