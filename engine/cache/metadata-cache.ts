@@ -57,7 +57,7 @@ export interface AssembledResponse {
   readonly coding?: 'br' | 'gzip'
   /** Set on a revalidating mount's identity answers; without it the store's time to live alone decides. */
   readonly freshness?: Freshness
-  /** The `npm-notice` line of an answer from which versions were withheld (engine/npm/withheld-notice.ts). */
+  /** The `npm-notice` line of an answer from which versions were withheld (engine/packument/withheld-notice.ts). */
   readonly notice?: string
 }
 

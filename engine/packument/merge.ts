@@ -26,7 +26,7 @@ import type { Ecosystem } from '../advisory/artifact/database.js'
 import { ServiceError } from '../errors.js'
 import { withholdingOf, type VersionObservation, type Withholding } from '../listing/withholding.js'
 import { canonicalVersion } from '../npm/canonical-version.js'
-import { withheldNotice } from '../npm/withheld-notice.js'
+import { withheldNotice } from './withheld-notice.js'
 import type { Decision, FactNeeds, HistoryFacts, RuleKind, VersionFacts } from '../policy/decision.js'
 import { newestSurvivingVersion, newestVersionIndex } from './latest.js'
 import { LazyVersionFacts } from './lazy-version-facts.js'
@@ -183,7 +183,7 @@ export interface MergePlan {
   readonly regateAt: number | undefined
   /**
    * The `npm-notice` line of an answer from which the gate withheld
-   * versions (engine/npm/withheld-notice.ts); undefined when none was, or
+   * versions (engine/packument/withheld-notice.ts); undefined when none was, or
    * none survived (the 403 explains itself).
    */
   readonly notice?: string | undefined

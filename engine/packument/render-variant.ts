@@ -8,7 +8,9 @@
  *   npm's audit computation (issue 32 item 1; docs/npm.md "npm audit");
  *   `install`, the default, leaves them out.
  */
-export type PackumentView = 'install' | 'audit'
+import type { PackumentView } from '../npm/npm-command.js'
+
+export type { PackumentView }
 
 export interface RenderVariant {
   readonly baseUrl?: string | undefined

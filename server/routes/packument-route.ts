@@ -13,7 +13,7 @@ import { isServiceError, ServiceError, toServiceError } from '../../engine/error
 import type { Logger } from '../../engine/log/logger.js'
 import type { Admission, AdmissionGate } from '../../engine/memory/gate.js'
 import { NPM_COMMAND_HEADER, packumentViewOf } from '../../engine/npm/npm-command.js'
-import { NPM_NOTICE_HEADER } from '../../engine/npm/withheld-notice.js'
+import { NPM_NOTICE_HEADER } from '../../engine/packument/withheld-notice.js'
 import { validatePackageName } from '../../engine/npm/names.js'
 import { ABBREVIATED_MEDIA_TYPE } from '../../engine/packument/abbreviated-fields.js'
 import { negotiateCoding } from '../../engine/packument/content-coding.js'
@@ -80,7 +80,7 @@ export function createPackumentHandler(deps: PackumentRouteDeps): (exchange: Exc
 }
 
 /**
- * The `npm-notice` line an answer carries to npm (engine/npm/withheld-notice.ts),
+ * The `npm-notice` line an answer carries to npm (engine/packument/withheld-notice.ts),
  * or undefined: to npm only (the request names its command; pnpm and yarn
  * send none and print nothing of it), and only for an answer from which
  * versions were withheld. Such an answer is `no-store`: npm prints a notice

@@ -12,8 +12,8 @@
  * becomes `?`), and the line is cut at NOTICE_MAX_CHARS so a long reason
  * cannot make the header large.
  */
-import { JS_MOUNT_PREFIX } from '../packument/tarball-url.js'
-import { encodePackageName } from './names.js'
+import { JS_MOUNT_PREFIX } from './tarball-url.js'
+import { encodePackageName } from '../npm/names.js'
 
 /** The header npm prints. */
 export const NPM_NOTICE_HEADER = 'npm-notice'

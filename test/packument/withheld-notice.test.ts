@@ -1,6 +1,6 @@
-/** The npm-notice line (issue 32 item 2, engine/npm/withheld-notice.ts): bounded, printable ASCII only. */
+/** The npm-notice line (issue 32 item 2, engine/packument/withheld-notice.ts): bounded, printable ASCII only. */
 import t from 'tap'
-import { NOTICE_MAX_CHARS, withheldNotice } from '../../engine/npm/withheld-notice.js'
+import { NOTICE_MAX_CHARS, withheldNotice } from '../../engine/packument/withheld-notice.js'
 
 t.test('one line naming the count, the newest version, its reason and the why route', async (t) => {
   t.equal(
