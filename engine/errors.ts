@@ -30,6 +30,7 @@ export const ERROR_TABLE = {
   NOT_ACCEPTABLE: { status: 406, message: 'no representation the request accepts' },
   REQUEST_FRAMING_AMBIGUOUS: { status: 400, message: 'the request body framing is ambiguous' },
   REQUEST_CODING_UNSUPPORTED: { status: 501, message: 'the request uses a transfer coding other than chunked' },
+  HOST_NOT_ALLOWED: { status: 400, message: 'the request names a host this proxy does not answer as; set server.baseUrl, or list the name in server.allowedHosts' },
 
   // Upstreams (SPEC.md 4.2, 4.4).
   UPSTREAM_MISS: { status: 404, message: 'no such package upstream' },
@@ -198,5 +199,6 @@ export const CONFIG_REFUSAL = {
   pyPublishNotBuilt: 'this build relays no py publishes (upload to your private index directly); remove the key',
   publishNeedsEdgeTokens: 'the publish relay writes with its own target credential, so it needs server.edgeTokens to say who may publish: without them anyone who reaches the proxy could publish into your scopes; set server.edgeTokens (SERVICE_SERVER__EDGE_TOKENS)',
   pyOnlyKey: 'only the py mount reads this key',
+  notHostName: (value: string) => `not a host name or address, with an optional :port: ${JSON.stringify(value)}`,
   drainDelayNotBelowDrainTimeout: (delay: number, timeout: number) => `${delay} s is not below server.shutdownDrainTimeout (${timeout} s): the lame-duck period counts against the drain bound, so nothing would be left for requests in flight to finish; lower server.drainDelaySeconds (SERVICE_SERVER__DRAIN_DELAY_SECONDS, 0 turns the period off) or raise server.shutdownDrainTimeout`,
 } as const

@@ -20,6 +20,8 @@ export interface PackumentJob {
   readonly packageName: string
   readonly baseUrl: string
   readonly abbreviated: boolean
+  /** The npm audit view: withheld versions listed, marked (engine/packument/render-variant.ts). */
+  readonly listWithheld?: boolean
   readonly ecosystem?: Ecosystem
   readonly limits?: StructureLimits
   readonly now: number
@@ -91,6 +93,7 @@ export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promis
     packageName: job.packageName,
     baseUrl: job.baseUrl,
     abbreviated: job.abbreviated,
+    listWithheld: job.listWithheld === true,
     ecosystem: job.ecosystem ?? 'js',
     limits: job.limits ?? NO_STRUCTURE_LIMITS,
     now: job.now,
@@ -124,5 +127,6 @@ export async function runPackumentTask(pool: Piscina, job: PackumentJob): Promis
     withholding: result.withholding,
     basisBytes: result.basisBytes,
     regateAt: result.regateAt,
+    notice: result.notice,
   }
 }

@@ -34,6 +34,8 @@ export interface PackumentTaskInput {
   readonly packageName: string
   readonly baseUrl: string
   readonly abbreviated: boolean
+  /** The npm audit view (engine/packument/render-variant.ts). */
+  readonly listWithheld: boolean
   readonly ecosystem: Ecosystem
   readonly limits: StructureLimits
   /** The main thread's clock reading for this request, ms since the epoch. */

@@ -51,6 +51,7 @@ export default async function packumentTask(task: PackumentTaskInput): Promise<M
       withholding: outcome.withholding,
       basisBytes,
       regateAt: outcome.regateAt,
+      notice: outcome.notice,
     }
     return move(new MovableMessage(result, body === undefined ? [] : [body]))
   } catch (error) {

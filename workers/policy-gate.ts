@@ -12,7 +12,8 @@
 import { openSharedAdvisoryArtifact } from '../engine/advisory/artifact/compiled-database.js'
 import type { AdvisoryDatabase, Ecosystem } from '../engine/advisory/artifact/database.js'
 import type { Decide } from '../engine/packument/merge.js'
-import type { VersionFacts } from '../engine/policy/decision.js'
+import type { Decision, VersionFacts } from '../engine/policy/decision.js'
+import { explainRefusal } from '../engine/policy/explain.js'
 import type { PolicyGateOptions } from '../engine/policy/mount-policy.js'
 import { createEvaluator } from '../engine/policy/evaluator.js'
 
@@ -43,7 +44,12 @@ function build(options: PolicyGateOptions): Built {
     decideAt: (taskNow) => Object.assign((facts: VersionFacts) => {
       now = taskNow
       return evaluator.evaluate(facts, 'admission')
-    }, { needs: evaluator.needs, clock: { now: taskNow, ageSteps: evaluator.ageSteps, expiresAt } }),
+    }, {
+      needs: evaluator.needs,
+      clock: { now: taskNow, ageSteps: evaluator.ageSteps, expiresAt },
+      // What a withheld version's refusal says, for the answers that speak of one (npm audit view, npm-notice).
+      explain: (decision: Decision, facts: VersionFacts) => explainRefusal(decision, facts, options.rules, taskNow)?.message ?? decision.reason,
+    }),
   }
 }
 

@@ -57,6 +57,8 @@ export interface AssembledResponse {
   readonly coding?: 'br' | 'gzip'
   /** Set on a revalidating mount's identity answers; without it the store's time to live alone decides. */
   readonly freshness?: Freshness
+  /** The `npm-notice` line of an answer from which versions were withheld (engine/packument/withheld-notice.ts). */
+  readonly notice?: string
 }
 
 // NUL never appears in a package name, file name, form or generation, so joined keys cannot collide.
@@ -66,13 +68,18 @@ export function selectedVersionKey(ecosystem: string, packageName: string, filen
   return [ecosystem, packageName, filename].join(SEPARATOR)
 }
 
-export function assembledKey(ecosystem: string, packageName: string, form: string, generation: number | string): string {
-  return [ecosystem, packageName, form, String(generation)].join(SEPARATOR)
+/**
+ * `variant` names what else the answer's bytes depend on: the base URL its
+ * artifact URLs start with when they follow the request's origin, and the
+ * npm audit view (engine/packument/render-variant.ts); '' for the default.
+ */
+export function assembledKey(ecosystem: string, packageName: string, form: string, generation: number | string, variant = ''): string {
+  return [ecosystem, packageName, form, String(generation), variant].join(SEPARATOR)
 }
 
 /** Accounted bytes of an answer: its body and tag, and a flat 256 for its freshness record. */
 export function assembledSize(value: AssembledResponse): number {
-  return value.body.byteLength + value.etag.length + (value.freshness === undefined ? 0 : 256)
+  return value.body.byteLength + value.etag.length + (value.freshness === undefined ? 0 : 256) + (value.notice?.length ?? 0)
 }
 
 /** A retaining store: a hit serves the retained value; otherwise one leader loads and retains. */

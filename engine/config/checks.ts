@@ -16,6 +16,7 @@ import { npmOnlyProblem } from '../policy/evaluator.js'
 import { selectorProblem } from '../policy/package-selector.js'
 import { checkObjectPrefix } from '../store/object-key.js'
 import { isCidr } from './cidr.js'
+import { parseHostAndPort } from './host-and-port.js'
 import { CREDENTIAL_SHAPES, type DefaultedDocument } from './config.js'
 import type { PublicUpstreamUrls } from './npm-client-registry.js'
 import type { ConfigProblem } from './problems.js'
@@ -104,6 +105,18 @@ function buildProblems(merged: Record<string, unknown>, sourceOf: SourceOf): Con
       })
     }
   }
+  // The request-origin settings (server/http/request-origin.ts).
+  const server = Guard.IsObjectNotArray(merged['server']) ? merged['server'] : {}
+  const listed = (key: string, problem: (value: string) => string | undefined): void => {
+    const values = server[key]
+    if (!Array.isArray(values)) return
+    values.forEach((value: unknown, index) => {
+      const message = typeof value === 'string' ? problem(value) : undefined
+      if (message !== undefined) add(`server.${key}.${index}`, message)
+    })
+  }
+  listed('trustedProxies', (value) => (isCidr(value) ? undefined : CONFIG_REFUSAL.notCidr(value)))
+  listed('allowedHosts', (value) => (parseHostAndPort(value) === undefined ? CONFIG_REFUSAL.notHostName(value) : undefined))
   const store = Guard.IsObjectNotArray(merged['store']) ? merged['store'] : {}
   if (store['kind'] === 's3' && typeof store['prefix'] === 'string') {
     try {

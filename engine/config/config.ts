@@ -6,7 +6,8 @@
  * The shape is the document schema's (schema.ts), settled (settled.ts: every
  * key present, `undefined` where unset, everything readonly), with the
  * differences that resolution makes written here once, each as a schema:
- * - `server.baseUrl` is always set (derived from the port when unset);
+ * - `server.baseUrl` is always set (derived from the port when unset), and
+ *   `server.baseUrlConfigured` says whether it was configured;
  * - a mount carries its `key`; its public upstream exists only with a URL
  *   (configured, or the js mount's npm client's) and says where it came from;
  *   `respectTarballHost`, `integrityFloor` and `privateHidesPublic` are
@@ -96,7 +97,12 @@ const resolved = settled(ConfigSchema).properties
 
 export const ResolvedConfigSchema = Type.Object({
   ...resolved,
-  server: Type.Readonly(Type.Object({ ...resolved.server.properties, baseUrl: present(ConfigSchema.properties.server.properties.baseUrl) })),
+  server: Type.Readonly(Type.Object({
+    ...resolved.server.properties,
+    baseUrl: present(ConfigSchema.properties.server.properties.baseUrl),
+    /** Whether `baseUrl` was configured; unset, artifact URLs follow each request's own origin (server/http/request-origin.ts). */
+    baseUrlConfigured: Type.Readonly(Type.Boolean()),
+  })),
   credentials: Type.Readonly(Type.Immutable(Type.Array(CredentialConfigSchema))),
   mounts: Type.Readonly(Type.Object({
     js: Type.Readonly(Type.Optional(MountConfigSchema)),

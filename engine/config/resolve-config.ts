@@ -44,7 +44,7 @@ export function resolveConfig(d: DefaultedDocument, publicUrls: PublicUpstreamUr
   }
   const resolved = {
     ...d,
-    server: { ...d.server, baseUrl: resolvedBaseUrl(d.server) },
+    server: { ...d.server, baseUrl: resolvedBaseUrl(d.server), baseUrlConfigured: d.server.baseUrl !== undefined },
     credentials: d.credentials.map(withProviderDefaults),
     mounts,
     source: { document: documentPath },

@@ -39,6 +39,8 @@ const ServerSchema = Type.Object({
   drainDelaySeconds: Seconds(5, 'lame-duck period after SIGTERM: /readyz 503, still accepting, every response Connection: close; counts against shutdownDrainTimeout and must stay below it; 0 = close the listener at once'),
   compatPort: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'a second listener on node:http for HTTP/1.0, pipelining and health-check clients; unset: off' })),
   edgeTokens: Defaulted(Type.Array(Secret('an edge token clients send as Authorization: Bearer'), { description: 'edge tokens (SPEC.md 5.1), any one of them admits; a list so a rotation keeps two valid; unset or empty: no edge check' }), []),
+  allowedHosts: Defaulted(Type.Array(Type.String({ minLength: 1 }), { description: 'with baseUrl unset: more names (host, or host:port) a request may address the proxy by, and its artifact URLs then name; besides the listener\'s own names on its own ports' }), []),
+  trustedProxies: Defaulted(Type.Array(Type.String({ minLength: 1 }), { description: 'with baseUrl unset: addresses or CIDR ranges of the reverse proxies whose X-Forwarded-Proto and X-Forwarded-Host are read; unset or empty: none' }), []),
 }, closed)
 
 const ObservabilitySchema = Type.Object({

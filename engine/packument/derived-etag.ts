@@ -42,8 +42,9 @@ export function derivedEtag(plan: MergePlan, abbreviated: boolean, hasPrivate: b
   if (hasPrivate && !isStrongEtag(tags.privateEtag)) return undefined
   if (hasPublic && !isStrongEtag(tags.publicEtag)) return undefined
   // Which side each kept version came from follows from the documents; the
-  // kept list itself is what the gate decided.
-  const kept = plan.versions.map((planned) => planned.version)
+  // kept list itself is what the gate decided (in the audit view, with what
+  // the answer says of each withheld version it lists).
+  const kept = plan.versions.map((planned) => (planned.withheldNote === undefined ? planned.version : [planned.version, planned.withheldNote]))
   const identity = JSON.stringify([
     OUTPUT_REVISION,
     abbreviated ? 'abbreviated' : 'full',

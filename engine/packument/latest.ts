@@ -51,3 +51,46 @@ export function newestSurvivingVersion(versions: Iterable<string>): string | und
   }
   return (release ?? prerelease)?.raw
 }
+
+const LEADING_TRIPLE = /^(0|[1-9]\d{0,14})\.(0|[1-9]\d{0,14})\.(0|[1-9]\d{0,14})/
+
+/**
+ * The position in `versions` of the highest in semver precedence, prereleases
+ * included (the newest withheld version a notice names); undefined when none
+ * is semver. Decision: `X.Y.Z` is compared as numbers without semver's
+ * parser, and only the versions sharing the highest `X.Y.Z` are parsed, so a
+ * document of thousands of nightlies costs a regular expression each and a
+ * parse per nightly of the newest line alone.
+ */
+export function newestVersionIndex(versions: readonly string[]): number | undefined {
+  let major = -1
+  let minor = -1
+  let patch = -1
+  let ties: number[] = []
+  for (let k = 0; k < versions.length; k++) {
+    const m = LEADING_TRIPLE.exec(versions[k]!)
+    if (m === null) continue
+    const a = Number(m[1])
+    const b = Number(m[2])
+    const c = Number(m[3])
+    if (a > major || (a === major && (b > minor || (b === minor && c > patch)))) {
+      major = a
+      minor = b
+      patch = c
+      ties = [k]
+    } else if (a === major && b === minor && c === patch) {
+      ties.push(k)
+    }
+  }
+  let best: number | undefined
+  let bestParsed: semver.SemVer | undefined
+  for (const k of ties) {
+    const parsed = semver.parse(versions[k]!)
+    if (parsed === null) continue
+    if (bestParsed === undefined || semver.compareBuild(parsed, bestParsed) > 0) {
+      best = k
+      bestParsed = parsed
+    }
+  }
+  return best
+}

@@ -27,6 +27,7 @@ import type { DocumentValidators, UpstreamClient } from '../upstream/upstream-cl
 import { codedEtag, COMPRESS_MIN_BYTES, type ContentCoding } from './content-coding.js'
 import type { SelectedVersion } from './merge.js'
 import type { PackumentOutcome } from './pipeline.js'
+import { variantKey, type RenderVariant } from './render-variant.js'
 import type { StructureLimits } from './scanner.js'
 
 /** Logged when a revalidation behind a served answer fails (warn; debug when the gate shed it). */
@@ -38,6 +39,10 @@ export interface RenderJob {
   readonly privateEtag: string | undefined
   readonly publicEtag: string | undefined
   readonly abbreviated: boolean
+  /** The base URL of the answer's artifact URLs; undefined: the mount's configured one. */
+  readonly baseUrl: string | undefined
+  /** List the withheld public versions, marked (the npm audit view, render-variant.ts). */
+  readonly listWithheld: boolean
   readonly now: number
   readonly privateChunks: readonly Uint8Array[] | undefined
   readonly publicChunks: readonly Uint8Array[] | undefined
@@ -114,8 +119,8 @@ export class RevalidationCounters {
 /** A forced render for an artifact whose record is gone happens at most this often per package (a stream of unknown file names costs one). */
 const RESELECT_AFTER_MS = 60_000
 
-/** What a load reads and renders: the request's package and form, charged to `admission`. */
-interface Subject {
+/** What a load reads and renders: the request's package, form and variant, charged to `admission`. */
+interface Subject extends RenderVariant {
   readonly packageName: string
   readonly abbreviated: boolean
   readonly admission: Admission
@@ -123,7 +128,7 @@ interface Subject {
 
 type State = 'fresh' | 'stale' | 'revalidate' | 'reload'
 
-export interface PackumentRequest {
+export interface PackumentRequest extends RenderVariant {
   /** The decoded package name. */
   readonly packageName: string
   readonly abbreviated: boolean
@@ -183,7 +188,7 @@ export class PackumentService {
       // The copy handed to the pool thread is this request's to carry while it is coded.
       await request.admission.charge(identity.body.byteLength, { timeoutMs: REQUEST_TIMEOUT_MS, signal })
       const body = await inChildSpan('packument compress', { 'package.name': request.packageName, 'http.response.content_coding': coding }, () => compress(identity.body, coding, signal))
-      return { body, etag: codedEtag(identity.etag, coding), coding }
+      return { body, etag: codedEtag(identity.etag, coding), coding, ...(identity.notice === undefined ? {} : { notice: identity.notice }) }
     }, request.signal)
   }
 
@@ -218,7 +223,7 @@ export class PackumentService {
     const { ecosystem, cache, generation } = this.#o
     // One generation for the whole request: a swap in between must not retain old bytes under the new key.
     const current = generation()
-    const key = assembledKey(ecosystem, request.packageName, form, current)
+    const key = assembledKey(ecosystem, request.packageName, form, current, variantKey(request))
     const held = cache.assembled.retained(key)
     const state = held === undefined ? 'reload' : this.#state(held)
     if (held !== undefined && (state === 'fresh' || state === 'stale')) {
@@ -259,7 +264,7 @@ export class PackumentService {
     this.#o.cache.assembled.behind(key, async (signal) => {
       const admission = await revalidation.admit(signal)
       try {
-        return await this.#revalidate({ packageName: request.packageName, abbreviated: request.abbreviated, admission }, held, signal)
+        return await this.#revalidate({ packageName: request.packageName, abbreviated: request.abbreviated, baseUrl: request.baseUrl, view: request.view, admission }, held, signal)
       } finally {
         admission.release()
       }
@@ -331,6 +336,8 @@ export class PackumentService {
           privateEtag: priv.kind === 'document' ? priv.etag : undefined,
           publicEtag: pub.kind === 'document' ? pub.etag : undefined,
           abbreviated: subject.abbreviated,
+          baseUrl: subject.baseUrl,
+          listWithheld: subject.view === 'audit',
           now: readAt,
           privateChunks,
           publicChunks,
@@ -346,8 +353,9 @@ export class PackumentService {
       const withheld = withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')
       throw mostRecoverable([...failures, withheld])
     }
-    if (this.#o.revalidation === undefined) return { body: outcome.body, etag: outcome.etag }
-    return { body: outcome.body, etag: outcome.etag, freshness: freshnessOf(readAt, this.#freshMs, outcome.regateAt, priv, pub) }
+    const notice = outcome.notice === undefined ? {} : { notice: outcome.notice }
+    if (this.#o.revalidation === undefined) return { body: outcome.body, etag: outcome.etag, ...notice }
+    return { body: outcome.body, etag: outcome.etag, ...notice, freshness: freshnessOf(readAt, this.#freshMs, outcome.regateAt, priv, pub) }
   }
 
   get #freshMs(): number { return this.#o.revalidation?.freshMs ?? DEFAULT_ASSEMBLED_TTL_MS }

@@ -20,6 +20,8 @@ export interface PackumentRequest extends UpstreamEtags {
   readonly limits?: StructureLimits
   readonly ecosystem?: Ecosystem
   readonly decide: Decide
+  /** The npm audit view: withheld versions listed, marked (MergeInput.listWithheld). */
+  readonly listWithheld?: boolean
 }
 
 export interface PackumentOutcome {
@@ -36,6 +38,8 @@ export interface PackumentOutcome {
   readonly basisBytes: number
   /** MergePlan.regateAt: when a retained copy of this answer must be gated again. */
   readonly regateAt?: number | undefined
+  /** MergePlan.notice: the `npm-notice` line when versions were withheld. */
+  readonly notice?: string | undefined
 }
 
 /** Indexes one document given as chunks; `needs` (the gate's Decide.needs) adds the flags the history rules read. */
@@ -86,6 +90,7 @@ export function planPackument(request: PackumentRequest, privateIndex: Packument
     publicIndex,
     decide: request.decide,
     ...(request.ecosystem === undefined ? {} : { ecosystem: request.ecosystem }),
+    ...(request.listWithheld === true ? { listWithheld: true } : {}),
   })
 }
 
@@ -103,6 +108,7 @@ export function renderPlan(plan: MergePlan, abbreviated: boolean, basisBytes: nu
     withholding: plan.withholding,
     basisBytes,
     regateAt: plan.regateAt,
+    notice: plan.notice,
   }
 }
 

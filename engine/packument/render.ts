@@ -35,6 +35,7 @@ const COLON = encoder.encode(':')
 const QUOTE = encoder.encode('"')
 const BUNDLE_KEY = encoder.encode('"bundleDependencies":')
 const INSTALL_SCRIPT = encoder.encode('"hasInstallScript":true')
+const DEPRECATED_KEY = encoder.encode('"deprecated":')
 
 /**
  * A list of pieces (source slices, bytes or strings) measured, then copied
@@ -175,7 +176,13 @@ function versionsObject(out: OutputBuilder, plan: MergePlan, abbreviated: boolea
     // The key, the colon and the whitespace around them, as they came.
     out.slice(index.source, entry.keyStart, entry.valueStart)
     if (abbreviated) abbreviatedManifest(out, plan, planned, index)
-    else patched(out, plan, planned, entry.valueStart, entry.valueEnd)
+    else if (planned.withheldNote === undefined) patched(out, plan, planned, entry.valueStart, entry.valueEnd)
+    else {
+      // A listed version has a tarball, so its manifest has members: the mark follows them, before the closing brace.
+      patched(out, plan, planned, entry.valueStart, entry.valueEnd - 1)
+      withheldMark(out, planned.withheldNote, false)
+      out.bytes(CLOSE)
+    }
   }
   out.bytes(CLOSE)
 }
@@ -229,8 +236,23 @@ function abbreviatedManifest(out: OutputBuilder, plan: MergePlan, planned: Plann
   if ((entry.flags & VERSION_HAS_INSTALL_SCRIPT) !== 0 && (entry.flags & VERSION_HAS_INSTALL_SCRIPT_MEMBER) === 0) {
     if (!first) out.bytes(COMMA)
     out.bytes(INSTALL_SCRIPT)
+    first = false
   }
+  if (planned.withheldNote !== undefined) withheldMark(out, planned.withheldNote, first)
   out.bytes(CLOSE)
+}
+
+/**
+ * `"deprecated":"<note>"` after a manifest's last member (`first`: it has
+ * none before it, so no comma). The member comes last, so
+ * it wins over an upstream's own `deprecated` as JSON.parse reads a repeated
+ * key (npm's reader does), and npm's picker ranks the version below every
+ * one that is not deprecated (docs/npm.md "npm audit").
+ */
+function withheldMark(out: OutputBuilder, note: string, first: boolean): void {
+  if (!first) out.bytes(COMMA)
+  out.bytes(DEPRECATED_KEY)
+  out.json(note)
 }
 
 function distTagsObject(out: OutputBuilder, plan: MergePlan): void {

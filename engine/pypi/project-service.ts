@@ -36,6 +36,8 @@ export interface UpstreamPageResult {
 export interface PageRenderJob {
   readonly project: string
   readonly format: PageFormat
+  /** The base URL of the page's file URLs; undefined: the mount's configured one. */
+  readonly baseUrl: string | undefined
   readonly now: number
   readonly privatePage: UpstreamPageResult | undefined
   readonly publicPage: UpstreamPageResult | undefined
@@ -67,6 +69,8 @@ export interface PageRequest {
   /** The PEP 503 normal name. */
   readonly project: string
   readonly format: PageFormat
+  /** The base URL of the page's file URLs when they follow the request's origin; undefined: the configured one. */
+  readonly baseUrl?: string | undefined
   readonly admission: Admission
   readonly signal: AbortSignal
 }
@@ -80,7 +84,7 @@ export class ProjectService<O extends PageOutcome> {
 
   /** The assembled page (from the store, or led or joined). */
   assemble(request: PageRequest): Promise<AssembledResponse> {
-    const key = assembledKey('py', request.project, request.format, this.#o.generation())
+    const key = assembledKey('py', request.project, request.format, this.#o.generation(), request.baseUrl ?? '')
     return this.#o.cache.assembled.load(key, (signal) => this.#load(request, signal), request.signal)
   }
 
@@ -125,6 +129,7 @@ export class ProjectService<O extends PageOutcome> {
         inChildSpan('project page render', { 'package.name': request.project, 'pypi.page.format': request.format }, () => this.#o.render({
           project: request.project,
           format: request.format,
+          baseUrl: request.baseUrl,
           now: this.#o.clock.now(),
           privatePage,
           publicPage,

@@ -63,7 +63,7 @@ function parseCidr(cidr: string): { address: string, prefix: number, family: Fam
   return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' }
 }
 
-function blockListOf(cidrs: readonly string[]): BlockList {
+export function blockListOf(cidrs: readonly string[]): BlockList {
   const list = new BlockList()
   for (const cidr of cidrs) {
     const { address, prefix, family } = parseCidr(cidr)

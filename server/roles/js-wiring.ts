@@ -69,8 +69,9 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
       packageName: job.packageName,
       privateEtag: job.privateEtag,
       publicEtag: job.publicEtag,
-      baseUrl: config.server.baseUrl,
+      baseUrl: job.baseUrl ?? config.server.baseUrl,
       abbreviated: job.abbreviated,
+      listWithheld: job.listWithheld,
       ecosystem: 'js',
       limits,
       now: job.now,
@@ -127,7 +128,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     ...(o.edge === undefined ? {} : { edge: o.edge }),
     ...(publish === undefined ? {} : { refusedBodyBytes: publish.maxBodyBytes }),
     handlers: {
-      packument: createPackumentHandler({ service, gate, logger }),
+      packument: createPackumentHandler({ service, gate, logger, origin: o.origin }),
       artifact,
       why: createWhyHandler({ selectVersion, evaluate, rules: mount.rules, clock }),
       // npm audit from the serving database alone (issue 17 item 3); names in the publish scopes are first-party and answer nothing.

@@ -18,6 +18,7 @@ import type { SnapshotReaders } from '../../engine/telemetry/snapshot-keys.js'
 import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import type { EdgeAuth } from '../http/edge-auth.js'
 import type { FrontDoor } from '../http/front-door.js'
+import type { RequestOrigin } from '../http/request-origin.js'
 import type { ClientContext } from './mount-clients.js'
 
 /** The process's parts every mount is wired onto. */
@@ -35,6 +36,8 @@ export interface ProcessParts {
   readonly edge: EdgeAuth | undefined
   /** One cache bound for the process (`cache.maxBytes`); each mount keeps its own entries in it. */
   readonly cacheBudget: CacheBudget
+  /** `{base_url}` per request: the configured one, or the request's own origin (../http/request-origin.ts). */
+  readonly origin: RequestOrigin
   readonly logger: Logger
   readonly clock: Clock
 }

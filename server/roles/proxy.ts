@@ -7,6 +7,7 @@
  * embedded queue, the mirror worker, the advisory consumers, and serves the
  * mounts' routes and the probes on `SERVICE_SERVER__PORT`.
  */
+import { hostname, networkInterfaces } from 'node:os'
 import { Piscina } from 'piscina'
 import { AdvisorySlot } from '../../engine/advisory/consumer/advisory-slot.js'
 import { CacheBudget } from '../../engine/cache/cache-budget.js'
@@ -32,6 +33,7 @@ import { Liveness } from '../health/liveness.js'
 import { Readiness } from '../health/readiness.js'
 import { edgeAuthFor } from '../http/edge-auth.js'
 import { FrontDoor } from '../http/front-door.js'
+import { listenerNames, RequestOrigin } from '../http/request-origin.js'
 import { hopMarker } from '../routes/hop-marker.js'
 import { mountFallback } from '../routes/js-mount.js'
 import { mountProbes } from '../routes/probes.js'
@@ -97,6 +99,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     upstreams: { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker: hopMarker(config.server.baseUrl), logger, largeReadBuffers: new LargeReadBuffers(plan.artifactReadBuffers.value) },
     edge: edgeAuthFor(config.server.edgeTokens),
     cacheBudget: new CacheBudget(plan.cacheBudgetBytes.value, CACHE_MAX_ENTRIES),
+    origin: requestOrigin(config),
   }
   const caches: { snapshot(): MetadataCacheSnapshot }[] = []
   snapshots[SNAPSHOT_KEYS.metadataCache] = () => combinedSnapshot(caches)
@@ -150,6 +153,19 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     },
     metrics: () => readSnapshot(snapshots),
   }
+}
+
+/** Artifact URLs from `server.baseUrl`, or from each request's origin when it is unset (issue 32 item 5). */
+function requestOrigin(config: Config): RequestOrigin {
+  const { server } = config
+  return new RequestOrigin({
+    configured: server.baseUrlConfigured ? server.baseUrl : undefined,
+    fallback: server.baseUrl,
+    ownNames: listenerNames(server.host, hostname(), networkInterfaces()),
+    ownPorts: server.compatPort === undefined ? [server.port] : [server.port, server.compatPort],
+    allowedHosts: server.allowedHosts,
+    trustedProxies: server.trustedProxies,
+  })
 }
 
 /** Every credential name the proxy's mounts use: their private upstreams', the publish target's and the mirror targets' (SPEC.md 5.5). */

@@ -104,7 +104,7 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
     },
     render: (job) => runPyPageTask(o.pool, {
       project: job.project,
-      baseUrl: config.server.baseUrl,
+      baseUrl: job.baseUrl ?? config.server.baseUrl,
       format: job.format,
       now: job.now,
       privatePage: job.privatePage,
@@ -172,6 +172,7 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
     service,
     gate,
     logger,
+    origin: o.origin,
     files: { file: handlerFor('file'), metadata: handlerFor('metadata'), provenance: handlerFor('provenance') },
   })
   return {

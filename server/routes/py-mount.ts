@@ -19,7 +19,7 @@
  *   uploads).
  * HEAD is GET without the body, as on `/js`.
  */
-import { ServiceError } from '../../engine/errors.js'
+import { ServiceError, toServiceError } from '../../engine/errors.js'
 import type { Logger } from '../../engine/log/logger.js'
 import type { AdmissionGate } from '../../engine/memory/gate.js'
 import { negotiatePageFormat, VARY } from '../../engine/pypi/content-negotiation.js'
@@ -31,9 +31,10 @@ import type { EdgeAuth } from '../http/edge-auth.js'
 import { EDGE_CHALLENGE } from '../http/edge-auth.js'
 import type { Exchange } from '../http/exchange.js'
 import type { FrontDoor } from '../http/front-door.js'
+import type { RequestOrigin } from '../http/request-origin.js'
 import { respondAfterBody } from '../http/request-body.js'
 import { carriesHopMarker } from './hop-marker.js'
-import { serveListing } from './packument-route.js'
+import { requestBaseUrl, serveListing } from './packument-route.js'
 
 export const PY_PREFIX = '/py'
 export const SIMPLE_PREFIX = '/py/simple/'
@@ -95,6 +96,8 @@ export interface PyMountOptions {
   readonly service: { assemble(request: PageRequest): Promise<AssembledResponse> }
   readonly gate: AdmissionGate
   readonly logger: Logger
+  /** The base URL of the page's file URLs (server/http/request-origin.ts); absent: the configured one. */
+  readonly origin?: RequestOrigin
   /** One handler per kind of file URL (the artifact route with the `py` selection). */
   readonly files: Readonly<Record<FileRequest['kind'], FileHandler>>
 }
@@ -156,8 +159,15 @@ function createProjectPageHandler(options: PyMountOptions): (ex: Exchange, proje
       ex.respondError(errors.notAcceptable, { head })
       return
     }
+    let baseUrl: string | undefined
+    try {
+      baseUrl = requestBaseUrl(options.origin, ex)
+    } catch (error) {
+      ex.respondError(toServiceError(error), { head })
+      return
+    }
     await serveListing(ex, gate, {
-      assemble: (admission, signal) => service.assemble({ project, format: negotiated.format, admission, signal }),
+      assemble: (admission, signal) => service.assemble({ project, format: negotiated.format, baseUrl, admission, signal }),
       headers: (assembled) => ({ etag: assembled.etag, vary: VARY, 'cache-control': 'no-cache' }),
       contentType: negotiated.contentType,
       failed: (failure) => logger.warn(PROJECT_PAGE_FAILED, { project, code: failure.code, status: failure.status }),

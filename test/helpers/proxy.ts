@@ -49,6 +49,8 @@ export interface StartOptions {
    * without edge tokens).
    */
   readonly edgeToken?: string
+  /** Leave `server.baseUrl` unset: artifact URLs then follow each request's origin. */
+  readonly unsetBaseUrl?: boolean
 }
 
 /** A document whose js mount points at a placeholder public upstream that is never contacted. */
@@ -62,7 +64,7 @@ export async function startTestProxy(t: Teardown, options: StartOptions = {}): P
   const document: Record<string, unknown> = { mounts: OFFLINE_JS_MOUNT, runtime: { cores: 1 }, queue: { path: join(dir, 'queue') }, store: { path: join(dir, 'store') }, ...options.document }
   const given = document['server'] as { edgeTokens?: string[] } | undefined
   const edgeTokens = options.edgeToken === undefined ? {} : { edgeTokens: [...(given?.edgeTokens ?? []), options.edgeToken] }
-  const server = { host: '127.0.0.1', ...given, ...edgeTokens, port, baseUrl: `http://127.0.0.1:${port}` }
+  const server = { host: '127.0.0.1', ...given, ...edgeTokens, port, ...(options.unsetBaseUrl === true ? {} : { baseUrl: `http://127.0.0.1:${port}` }) }
   const file = join(dir, 'config.yaml')
   await writeFile(file, YAML.stringify({ ...document, server }))
   const loaded = loadConfig({ configPath: file, env: options.env ?? {}, npmRegistry: () => undefined })

@@ -27,7 +27,7 @@ const cache = (): MetadataCacheSnapshot => proxy.role.metrics()['service.metadat
 const identity = await proxy.get('/js/coded')
 t.equal(identity.status, 200)
 t.equal(identity.headers['content-encoding'], undefined, 'no Accept-Encoding: identity')
-t.equal(identity.headers['vary'], 'Accept, Accept-Encoding')
+t.equal(identity.headers['vary'], 'Accept, Accept-Encoding, npm-command')
 const identityEtag = String(identity.headers['etag'])
 
 for (const [coding, decode] of [['gzip', gunzipSync], ['br', brotliDecompressSync]] as const) {
@@ -35,7 +35,7 @@ for (const [coding, decode] of [['gzip', gunzipSync], ['br', brotliDecompressSyn
     const res = await proxy.get('/js/coded', { 'accept-encoding': coding === 'gzip' ? 'gzip, deflate' : 'gzip, deflate, br' })
     t.equal(res.status, 200)
     t.equal(res.headers['content-encoding'], coding)
-    t.equal(res.headers['vary'], 'Accept, Accept-Encoding')
+    t.equal(res.headers['vary'], 'Accept, Accept-Encoding, npm-command')
     t.equal(res.headers['etag'], identityEtag.replace(/"$/, `-${coding}"`))
     t.same(decode(res.body), identity.body, 'decodes to the identity answer')
     t.ok(res.body.byteLength < identity.body.byteLength, 'fewer bytes on the wire')
