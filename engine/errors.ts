@@ -88,6 +88,8 @@ export const ERROR_TABLE = {
   // Durable infrastructure.
   QUEUE_FAILURE: { status: 500, message: 'the queue operation failed' },
   STORE_FAILURE: { status: 500, message: 'the object store operation failed' },
+  /** Absorbed where it happens (SPEC.md 6.3: the request goes to the origin, the write is skipped); never a client's answer. */
+  CACHE_BACKEND_FAILED: { status: 500, message: 'the shared cache backend operation failed' },
 
   INTERNAL: { status: 500, message: 'internal error' },
 } as const satisfies Record<string, ErrorSpec>

@@ -71,7 +71,7 @@ const CacheSchema = Type.Object({
   url: Type.Optional(Type.String({ minLength: 1, description: 'redis:// or rediss:// URL of the shared backend, without userinfo; required when backend is redis' })),
   username: Type.Optional(Type.String({ minLength: 1, description: 'ACL user of the shared backend (AUTH username password)' })),
   password: Type.Optional(Secret('password of the shared backend')),
-  timeoutMs: Defaulted(Type.Integer({ minimum: 1, maximum: 10_000, description: 'bound of one backend operation (and of a connection attempt); past it the operation counts as failed' }), 50),
+  timeoutMs: Defaulted(Type.Integer({ minimum: 1, maximum: 10_000, description: 'bound of one operation on the shared backend; past it the operation counts as failed' }), 100),
   sharedTtlSeconds: Defaulted(Type.Integer({ minimum: 1, description: 'time to live of a value in the shared backend' }), 86_400),
   maxValueBytes: Defaulted(Type.Integer({ minimum: 1, description: 'largest value written to the shared backend (as sent, compressed); a larger one is not shared' }), 8 * 1024 * 1024),
   keyPrefix: Defaulted(Type.String({ minLength: 1, maxLength: 64, description: 'prefix of every key in the shared backend: two tiers on one server use two prefixes' }), 'rp:'),
