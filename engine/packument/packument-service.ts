@@ -59,8 +59,8 @@ export interface PackumentServiceOptions {
   readonly render: Renderer
   readonly cache: MetadataCache<SelectedArtifact>
   readonly clock: Clock
-  /** Changes when the rules or the serving advisory database change; part of the assembled key. */
-  readonly generation: () => number
+  /** The rules-and-database generation retained answers are keyed by (mount-wiring.ts `answerGeneration`): a new one never serves an old decision. */
+  readonly generation: () => number | string
   /** Decisions the main thread must see (outage tracking). */
   readonly observe: (outcome: PackumentOutcome, packageName: string) => void
   /**

@@ -58,7 +58,8 @@ export interface ProjectServiceOptions<O extends PageOutcome> {
   readonly render: (job: PageRenderJob) => Promise<O>
   readonly cache: MetadataCache<PageFile>
   readonly clock: Clock
-  readonly generation: () => number
+  /** The rules-and-database generation retained answers are keyed by (mount-wiring.ts `answerGeneration`): a new one never serves an old decision. */
+  readonly generation: () => number | string
   /** Outage tracking, counters and the once-per-project logs of one render. */
   readonly observe: (outcome: O, project: string) => void
 }

@@ -5,6 +5,7 @@
  * to make their metadata cache in the process's budget.
  */
 import type { Piscina } from 'piscina'
+import { readBuildInfo } from '../../engine/build-info.js'
 import type { CacheBudget } from '../../engine/cache/cache-budget.js'
 import { MetadataCache, type MetadataCacheOptions } from '../../engine/cache/metadata-cache.js'
 import type { Clock } from '../../engine/clock.js'
@@ -12,6 +13,7 @@ import type { Config, MountConfig } from '../../engine/config/config.js'
 import type { Logger } from '../../engine/log/logger.js'
 import type { AdmissionGate } from '../../engine/memory/gate.js'
 import type { MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { shortDigest } from '../../engine/policy/generation-key.js'
 import type { MountPolicy } from '../../engine/policy/mount-policy.js'
 import type { SnapshotReaders } from '../../engine/telemetry/snapshot-keys.js'
 import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
@@ -56,6 +58,20 @@ export interface MountAttachment<Selected> {
   readonly publicClient: UpstreamClient | undefined
   readonly cache: MetadataCache<Selected>
   readonly snapshots: SnapshotReaders
+}
+
+/**
+ * The generation a mount's retained answers are keyed by: the rules and the
+ * serving advisory artifact (the policy's `generationKey`), after a digest of
+ * what else shapes a rendered answer and may differ between two releases or
+ * two configurations of a tier during a rolling update: the build, the base
+ * URL tarball links are rewritten to, the owned scopes, the limits. Every
+ * replica computes it alike, and a restart keeps it (docs/cache.md "Keys").
+ */
+export function answerGeneration(parts: ProcessParts & { readonly mount: MountConfig }, policy: MountPolicy): () => string {
+  const { config, mount } = parts
+  const settings = shortDigest([readBuildInfo().version, config.server.baseUrl, mount.publish?.scopes ?? [], config.limits])
+  return () => `${settings}.${policy.generationKey()}`
 }
 
 /** A mount's metadata cache, its entries kept in the process's one budget (SPEC.md 6.3). */
