@@ -26,7 +26,7 @@ import { Redis, type RedisOptions } from 'ioredis'
 import { ServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
 import type { BearerToken } from '../secret.js'
-import type { Lease, LeaseWatch, SharedCacheBackend, StampedRead } from './shared-backend.js'
+import { LEASE_LOST, type Lease, type LeaseWatch, type SharedCacheBackend, type StampedRead } from './shared-backend.js'
 import { randomUUID } from 'node:crypto'
 
 /** warn, once per outage: the shared backend stopped answering; requests go to the origin meanwhile. */
@@ -134,6 +134,9 @@ export class RedisBackend implements SharedCacheBackend {
       if (!this.#up) this.#logger.info(SHARED_CACHE_CONNECTED, { url: redactedUrl(options.url) })
       this.#up = true
     })
+    // A release published while the subscriber is away is never heard: a waiter stops waiting now and looks again (SharedTier
+    // then finds the backend down and does the work itself), rather than for the whole `cache.collapseWaitMs`.
+    this.#subscriber.on('close', () => this.#settleAll(LEASE_LOST))
     this.#client.on('close', () => {
       if (this.#up && !this.#closed) this.#logger.warn(SHARED_CACHE_UNAVAILABLE, { url: redactedUrl(options.url) })
       this.#up = false
@@ -221,6 +224,10 @@ export class RedisBackend implements SharedCacheBackend {
   watch(key: string): LeaseWatch {
     let notify: ((outcome: string) => void) | undefined
     const settled = new Promise<string>((resolve) => { notify = resolve })
+    if (this.#subscriber.status !== 'ready') {
+      notify?.(LEASE_LOST)
+      return { settled, cancel: () => {} }
+    }
     const listener = (outcome: string): void => notify?.(outcome)
     let set = this.#watchers.get(key)
     if (set === undefined) this.#watchers.set(key, set = new Set())
@@ -233,6 +240,12 @@ export class RedisBackend implements SharedCacheBackend {
         if (current?.size === 0) this.#watchers.delete(key)
       },
     }
+  }
+
+  #settleAll(outcome: string): void {
+    const watchers = [...this.#watchers.values()]
+    this.#watchers.clear()
+    for (const set of watchers) for (const listener of set) listener(outcome)
   }
 
   async claim(key: string, ttlMs: number): Promise<boolean> {

@@ -42,6 +42,9 @@ export interface StampedRead {
   readonly value: Buffer | undefined
 }
 
+/** The outcome a watch settles with when the release cannot be heard (the backend's connection is down): the waiter does the work itself. */
+export const LEASE_LOST = 'lost'
+
 /** A lease on a piece of work across the tier (one upstream read and one render per package). */
 export interface Lease {
   readonly key: string

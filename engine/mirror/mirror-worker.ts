@@ -64,6 +64,8 @@ export interface MirrorWorkerOptions {
   readonly maxArtifactBytes: number
   readonly logger: Logger
   readonly memory?: MirrorMemory
+  /** A version was stored on the target: the proxy's cached view of its package is out of date (docs/cache.md "Invalidation"); never rejects. */
+  readonly onMirrored?: (packageName: string) => Promise<void>
 }
 
 /** SPEC.md 8.1's rate for a js listing read: the worker's two document reads are listings too. */
@@ -84,6 +86,7 @@ export class MirrorWorker {
   readonly #target: TargetProtocol
   readonly #max: number
   readonly #logger: Logger
+  readonly #onMirrored: ((packageName: string) => Promise<void>) | undefined
   readonly #memory: MirrorMemory | undefined
   readonly #outcomes: JobOutcomes
 
@@ -92,6 +95,7 @@ export class MirrorWorker {
     this.#target = options.target
     this.#max = options.maxArtifactBytes
     this.#logger = options.logger
+    this.#onMirrored = options.onMirrored
     this.#memory = options.memory
     this.#outcomes = new JobOutcomes({ logger: options.logger, maxArtifactBytes: options.maxArtifactBytes, targetAuthority: options.target.authority })
   }
@@ -177,6 +181,7 @@ export class MirrorWorker {
     const meaning = this.#target.classify(status)
     if (meaning.kind === 'stored') {
       this.#logger.info(MIRROR_JOB_MIRRORED, { ...where, bytes, target: this.#target.authority })
+      await this.#onMirrored?.(where['package'] as string)
       return { result: 'mirrored', disposition: 'delete' }
     }
     if (meaning.kind === 'ask-again') {

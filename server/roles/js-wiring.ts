@@ -28,7 +28,7 @@ import { createPublishHandler } from '../routes/publish-route.js'
 import { createSignatureHandlers } from '../routes/signature-routes.js'
 import { createWhyHandler } from '../routes/why-route.js'
 import { mountClients } from './mount-clients.js'
-import { answerGeneration, mountCache, type MountAttachment, type MountWiringOptions } from './mount-wiring.js'
+import { answerGeneration, mountCache, packageInvalidation, type MountAttachment, type MountWiringOptions } from './mount-wiring.js'
 
 export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedArtifact> {
   const { mount, config, policy, gate, logger, clock } = o
@@ -141,6 +141,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
           gate,
           logger,
           counters: publishCounters,
+          onPublished: packageInvalidation(cache, 'js', logger),
         }),
       }),
     },

@@ -20,6 +20,7 @@ import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import type { EdgeAuth } from '../http/edge-auth.js'
 import type { FrontDoor } from '../http/front-door.js'
 import type { ClientContext } from './mount-clients.js'
+import { reportedInvalidation, type SharedCache } from './shared-cache.js'
 
 /** The process's parts every mount is wired onto. */
 export interface ProcessParts {
@@ -36,6 +37,8 @@ export interface ProcessParts {
   readonly edge: EdgeAuth | undefined
   /** One cache bound for the process (`cache.maxBytes`); each mount keeps its own entries in it. */
   readonly cacheBudget: CacheBudget
+  /** `cache.backend: redis`: the tier's shared cache (./shared-cache.ts); undefined on the local backend. */
+  readonly sharedCache?: SharedCache | undefined
   readonly logger: Logger
   readonly clock: Clock
 }
@@ -77,5 +80,16 @@ export function answerGeneration(parts: ProcessParts & { readonly mount: MountCo
 /** A mount's metadata cache, its entries kept in the process's one budget (SPEC.md 6.3). */
 export function mountCache<Selected>(parts: ProcessParts, options: Pick<MetadataCacheOptions<Selected>, 'selectedVersionSize' | 'assembledTtlMs'>): MetadataCache<Selected> {
   const budget = parts.cacheBudget
-  return new MetadataCache<Selected>({ ...options, maxBytes: budget.maxBytes, maxEntries: budget.maxEntries, shareBudgetWith: { budget }, clock: parts.clock })
+  return new MetadataCache<Selected>({ ...options, maxBytes: budget.maxBytes, maxEntries: budget.maxEntries, shareBudgetWith: { budget }, clock: parts.clock, shared: parts.sharedCache?.tier })
+}
+
+/**
+ * What a publish relayed here, a mirror success and a Dredger removal call
+ * (docs/cache.md "Invalidation"): the package's shared entries (its stamp
+ * moves on the server) and this process's near copies are forgotten. A
+ * failure is counted refused and reported, never thrown: the change itself
+ * already happened.
+ */
+export function packageInvalidation(cache: Pick<MetadataCache<unknown>, 'invalidate'>, ecosystem: string, logger: Logger): (packageName: string) => Promise<void> {
+  return reportedInvalidation((eco, name) => cache.invalidate(eco, name), ecosystem, logger)
 }

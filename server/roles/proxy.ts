@@ -40,11 +40,12 @@ import { attachAdvisoryConsumers, readsAdvisories } from './advisory-wiring.js'
 import { attachJsMount } from './js-wiring.js'
 import { attachMirrorWorker, type MirrorMountSource } from './mirror.js'
 import { openMirrorQueue } from './mirror-queue.js'
-import type { ProcessParts } from './mount-wiring.js'
+import { packageInvalidation, type ProcessParts } from './mount-wiring.js'
 import { openObjectStore } from './object-store.js'
 import { attachPyMount } from './py-wiring.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
+import { openSharedCache } from './shared-cache.js'
 
 export const PROXY_LISTENING = 'proxy listening'
 
@@ -93,6 +94,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const enqueueBuffer = opened === undefined ? undefined : new EnqueueBuffer({ queue: opened.queue, logger, capacity: plan.enqueueBuffer.jobs.value })
   if (enqueueBuffer !== undefined) snapshots[SNAPSHOT_KEYS.mirrorEnqueue] = () => enqueueBuffer.stats()
   mountProbes(door, liveness, readiness)
+  const sharedCache = await openSharedCache(config, logger)
 
   const parts: ProcessParts = {
     door, config, pool, gate, logger, clock,
@@ -101,6 +103,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     upstreams: { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker: hopMarker(config.server.baseUrl), logger, largeReadBuffers: new LargeReadBuffers(plan.artifactReadBuffers.value) },
     edge: edgeAuthFor(config.server.edgeTokens),
     cacheBudget: new CacheBudget(plan.cacheBudgetBytes.value, CACHE_MAX_ENTRIES),
+    sharedCache,
   }
   const caches: { snapshot(): MetadataCacheSnapshot }[] = []
   snapshots[SNAPSHOT_KEYS.metadataCache] = () => combinedSnapshot(caches)
@@ -108,6 +111,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const clients: { close(): Promise<void> }[] = []
   const slots = new Map<MountKey, AdvisorySlot>()
   const mirrorSources: MirrorMountSource[] = []
+  const invalidations: Partial<Record<MountKey, (packageName: string) => Promise<void>>> = {}
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]
     if (mount === undefined) continue
@@ -116,6 +120,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     slots.set(key, policy.slot)
     const attached = ATTACH[key]({ ...parts, mount, policy, enqueue: mount.mirror === undefined ? undefined : enqueueBuffer?.enqueue })
     caches.push(attached.cache)
+    invalidations[key] = packageInvalidation(attached.cache, key, logger)
     clients.push(...attached.clients)
     Object.assign(snapshots, attached.snapshots)
     if (mount.mirror !== undefined && attached.publicClient !== undefined) mirrorSources.push({ mount, source: attached.publicClient })
@@ -123,7 +128,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   mountFallback(door)
   // Embedded queue: this process owns its folder, so it runs the worker too, for every mount with a mirror target (SQS: `service mirror` does).
   const mirrorWorker = embedded === undefined || mirrorSources.length === 0 ? undefined
-    : await attachMirrorWorker({ config, logger, clock, queue: embedded, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate })
+    : await attachMirrorWorker({ config, logger, clock, queue: embedded, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate, invalidations })
   if (mirrorWorker !== undefined) snapshots[SNAPSHOT_KEYS.mirrorJobsProcessed] = () => mirrorWorker.counters.snapshot()
 
   // Each mount whose rules read the advisory database polls the store for Pilot's artifact (SPEC.md 3.1, 3.4).
@@ -151,6 +156,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       await Promise.allSettled(clients.map((c) => c.close()))
       await pool.destroy()
       await opened?.close()
+      await sharedCache?.close()
     },
     metrics: () => readSnapshot(snapshots),
   }
