@@ -91,6 +91,8 @@ export const ERROR_TABLE = {
   // Durable infrastructure.
   QUEUE_FAILURE: { status: 500, message: 'the queue operation failed' },
   STORE_FAILURE: { status: 500, message: 'the object store operation failed' },
+  /** Absorbed where it happens (SPEC.md 6.3: the request goes to the origin, the write is skipped); never a client's answer. */
+  CACHE_BACKEND_FAILED: { status: 500, message: 'the shared cache backend operation failed' },
 
   INTERNAL: { status: 500, message: 'internal error' },
 } as const satisfies Record<string, ErrorSpec>
@@ -179,6 +181,7 @@ export const CONFIG_REFUSAL = {
   envNotBoolean: (raw: string) => `must be a boolean (true/false), got ${JSON.stringify(raw)}`,
   notUrl: (redacted: string) => `not a valid absolute URL: ${JSON.stringify(redacted)}`,
   notHttpUrl: (redacted: string) => `must be an http or https URL, got ${JSON.stringify(redacted)}`,
+  notRedisUrl: (redacted: string) => `must be a redis:// or rediss:// URL, got ${JSON.stringify(redacted)}`,
   urlUserinfo: 'must not carry userinfo (a credential in the URL); use the secret setting instead',
   urlCredentialQuery: (parameter: string) => `must not carry a credential in the query (parameter ${JSON.stringify(parameter)}); use the secret setting instead`,
   urlNotHttps: 'must be https: public egress is https only, with certificate validation',
@@ -187,6 +190,7 @@ export const CONFIG_REFUSAL = {
   npmRegistryUnset: 'not set, and the local npm client has no registry configured to default to',
   requiredForSqs: 'required when queue.kind is sqs',
   requiredForS3: 'required when store.kind is s3',
+  requiredForRedis: 'required when cache.backend is redis',
   storePrefixUnusable: (reason: string) => `not a usable object key prefix: ${reason}`,
   notCidr: (value: string) => `not a CIDR range: ${JSON.stringify(value)}`,
   credentialRegistryShape: 'a registry credential takes a token and nothing else',

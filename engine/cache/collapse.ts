@@ -20,7 +20,8 @@ export interface CollapseCounts {
   collapsed(): void
 }
 
-export type Load<V> = (signal: AbortSignal) => Promise<V>
+/** A leader's work; `takeover` is true when it took over from a leader that was cancelled (it was counted `collapsed` when it joined). */
+export type Load<V> = (signal: AbortSignal, takeover: boolean) => Promise<V>
 
 interface Waiter<V> {
   readonly load: Load<V>
@@ -95,7 +96,7 @@ export class RequestCollapser<V> {
     flight.controller = controller
     let work: Promise<V>
     try {
-      work = Promise.resolve(leader.load(controller.signal))
+      work = Promise.resolve(leader.load(controller.signal, attempt > 1))
     } catch (error) {
       work = Promise.reject(error)
     }

@@ -35,6 +35,8 @@ export interface RetentionStoreOptions<V> {
   /** Accounted bytes of a value; the key's length is added to it. */
   readonly sizeOf: (value: V) => number
   readonly counters: StoreCounters
+  /** The group of a key (its package), so `deleteGroup` drops a package's entries without a scan. */
+  readonly groupOf?: (key: string) => string
 }
 
 export class RetentionStore<V> implements BudgetMember {
@@ -48,6 +50,9 @@ export class RetentionStore<V> implements BudgetMember {
   /** Oldest insertion first, which is soonest expiry first. */
   #byInsertion = new Map<string, Entry<V>>()
   #bytes = 0
+  #groupOf: ((key: string) => string) | undefined
+  /** Keys by group, when keys have groups. */
+  #groups = new Map<string, Set<string>>()
 
   constructor(options: RetentionStoreOptions<V>) {
     if (!Number.isFinite(options.ttlMs) || options.ttlMs <= 0) {
@@ -58,6 +63,7 @@ export class RetentionStore<V> implements BudgetMember {
     this.#ttlMs = options.ttlMs
     this.#sizeOf = options.sizeOf
     this.#counters = options.counters
+    this.#groupOf = options.groupOf
     options.budget.join(this)
   }
 
@@ -97,6 +103,12 @@ export class RetentionStore<V> implements BudgetMember {
     const entry: Entry<V> = { value, bytes, expiresAt: now + this.#ttlMs }
     this.#byRecency.set(key, entry)
     this.#byInsertion.set(key, entry)
+    if (this.#groupOf !== undefined) {
+      const group = this.#groupOf(key)
+      let keys = this.#groups.get(group)
+      if (keys === undefined) this.#groups.set(group, keys = new Set())
+      keys.add(key)
+    }
     this.#bytes += bytes
     this.#budget.charge(bytes)
     return 'retained'
@@ -107,6 +119,21 @@ export class RetentionStore<V> implements BudgetMember {
     if (entry === undefined) return false
     this.#remove(key, entry)
     return true
+  }
+
+  /** Drops every entry of `group` (a package whose private side changed); returns how many. */
+  deleteGroup(group: string): number {
+    const keys = this.#groups.get(group)
+    if (keys === undefined) return 0
+    let dropped = 0
+    for (const key of [...keys]) if (this.delete(key)) dropped++
+    return dropped
+  }
+
+  /** Every live entry, least recently used first (the warm file, warm-file.ts). */
+  *entriesByRecency(): IterableIterator<[string, V]> {
+    const now = this.#clock.now()
+    for (const [key, entry] of this.#byRecency) if (entry.expiresAt > now) yield [key, entry.value]
   }
 
   sweepExpired(now: number): void {
@@ -124,6 +151,12 @@ export class RetentionStore<V> implements BudgetMember {
   #remove(key: string, entry: Entry<V>): void {
     this.#byRecency.delete(key)
     this.#byInsertion.delete(key)
+    if (this.#groupOf !== undefined) {
+      const group = this.#groupOf(key)
+      const keys = this.#groups.get(group)
+      keys?.delete(key)
+      if (keys?.size === 0) this.#groups.delete(group)
+    }
     this.#bytes -= entry.bytes
     this.#budget.release(entry.bytes)
   }

@@ -45,6 +45,7 @@ const URL_KEYS: readonly [string, UrlRuleOptions][] = [
   ['queue.url', {}],
   ['queue.endpoint', {}],
   ['store.endpoint', {}],
+  ['cache.url', { redis: true }],
   ['advisories.osvExportBaseUrl', {}],
   ['advisories.epssFeedUrl', {}],
   ['mounts.*.upstreams.private.url', UPSTREAM_URL_RULES.private],
@@ -139,6 +140,9 @@ export function crossKeyProblems(d: DefaultedDocument, publicUrls: PublicUpstrea
   }
   if (d.store.kind === 's3' && d.store.bucket === undefined) {
     problems.push({ path: 'store.bucket', message: CONFIG_REFUSAL.requiredForS3, source: sourceOf('store') })
+  }
+  if (d.cache.backend === 'redis' && d.cache.url === undefined) {
+    problems.push({ path: 'cache.url', message: CONFIG_REFUSAL.requiredForRedis, source: sourceOf('cache') })
   }
 
   const known = credentialNames(d.credentials, problems, sourceOf)

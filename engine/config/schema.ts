@@ -74,6 +74,18 @@ const LimitsSchema = Type.Object({
 const CacheSchema = Type.Object({
   maxBytes: Defaulted(Type.Integer({ minimum: 0, description: '0 = automatic (the plan\'s cache budget)' }), 0),
   maxStaleSeconds: Defaulted(Type.Integer({ minimum: 0, maximum: 86_400, description: 'how long past its five fresh minutes a packument answer may be served while it is revalidated behind the request; 0 = a request waits for the revalidation' }), 60),
+  // The shared backend (docs/cache.md): `local` keeps everything in the process, as before; `redis` shares it across a tier.
+  backend: Defaulted(Literals(['local', 'redis'] as const, { description: 'local (in the process) or redis (a Valkey/Redis server every replica shares)' }), 'local'),
+  url: Type.Optional(Type.String({ minLength: 1, description: 'redis:// or rediss:// URL of the shared backend, without userinfo; required when backend is redis' })),
+  username: Type.Optional(Type.String({ minLength: 1, description: 'ACL user of the shared backend (AUTH username password)' })),
+  password: Type.Optional(Secret('password of the shared backend')),
+  timeoutMs: Defaulted(Type.Integer({ minimum: 1, maximum: 10_000, description: 'bound of one operation on the shared backend; past it the operation counts as failed' }), 100),
+  sharedTtlSeconds: Defaulted(Type.Integer({ minimum: 1, description: 'time to live of a value in the shared backend' }), 86_400),
+  maxValueBytes: Defaulted(Type.Integer({ minimum: 1, description: 'largest value written to the shared backend (as sent, compressed); a larger one is not shared' }), 8 * 1024 * 1024),
+  keyPrefix: Defaulted(Type.String({ minLength: 1, maxLength: 64, description: 'prefix of every key in the shared backend: two tiers on one server use two prefixes' }), 'rp:'),
+  collapseWaitMs: Defaulted(Type.Integer({ minimum: 0, maximum: 120_000, description: 'how long a replica waits for another replica fetching or rendering the same package before it does the work itself' }), 10_000),
+  privateMissSeconds: Defaulted(Type.Integer({ minimum: 0, maximum: 86_400, description: 'how long a private packument miss is remembered; 0 = the private registry is asked every time' }), 300),
+  warmPath: Defaulted(Type.String({ description: 'local backend: file the retained answers are written to on drain and read from at boot; empty = off' }), './var/metadata-cache'),
 }, closed)
 
 const QueueSchema = Type.Object({

@@ -13,6 +13,8 @@ export interface UrlRuleOptions {
   readonly httpsOnly?: boolean
   /** An upstream base URL: package paths are appended to it, so a query or fragment cannot stay where it is. */
   readonly base?: boolean
+  /** The shared cache backend: redis:// or rediss:// rather than http(s). */
+  readonly redis?: boolean
 }
 
 export function urlProblem(raw: string, options: UrlRuleOptions = {}): string | undefined {
@@ -23,7 +25,11 @@ export function urlProblem(raw: string, options: UrlRuleOptions = {}): string | 
     return CONFIG_REFUSAL.notUrl(redactUnparsedUrl(raw))
   }
   // The scheme of `user:pw@host` is `user:`: the value is echoed redacted, never its parts.
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return CONFIG_REFUSAL.notHttpUrl(redactUnparsedUrl(raw))
+  if (options.redis === true) {
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return CONFIG_REFUSAL.notRedisUrl(redactUnparsedUrl(raw))
+  } else if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    return CONFIG_REFUSAL.notHttpUrl(redactUnparsedUrl(raw))
+  }
   if (url.username !== '' || url.password !== '') return CONFIG_REFUSAL.urlUserinfo
   for (const name of url.searchParams.keys()) {
     if (CREDENTIAL_PARAM.test(name)) return CONFIG_REFUSAL.urlCredentialQuery(name)

@@ -76,6 +76,8 @@ export interface DredgerOptions {
   readonly logger: Logger
   /** Called once, when the cap latches, with the mounts to report `halted`. */
   readonly onHalt?: (mounts: readonly MountKey[]) => void
+  /** A version was removed: the proxies' cached view of its package is out of date (docs/cache.md "Invalidation"); never rejects. */
+  readonly onRemoved?: (mount: MountKey, packageName: string) => Promise<void>
 }
 
 function failureFields(error: unknown): Record<string, unknown> {
@@ -134,6 +136,7 @@ export class Dredger {
   readonly #counters: DredgerCounters
   readonly #logger: Logger
   readonly #onHalt: ((mounts: readonly MountKey[]) => void) | undefined
+  readonly #onRemoved: ((mount: MountKey, packageName: string) => Promise<void>) | undefined
   readonly #inventories = new Map<string, NpmInventory>()
   #halted = false
 
@@ -146,6 +149,7 @@ export class Dredger {
     this.#counters = options.counters
     this.#logger = options.logger
     this.#onHalt = options.onHalt
+    this.#onRemoved = options.onRemoved
     for (const mount of options.mounts) for (const inventory of mount.inventories) this.#inventories.set(`${mount.key} ${inventory.name}`, inventory)
   }
 
@@ -180,6 +184,7 @@ export class Dredger {
         if (result === 'removed') {
           removed++
           this.#logger.info(DREDGER_REMOVED, fields)
+          await this.#onRemoved?.(removal.mount, removal.package)
         } else absent++
       } catch (error) {
         failed++

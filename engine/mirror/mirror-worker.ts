@@ -100,6 +100,8 @@ export interface MirrorWorkerOptions {
   readonly refusalTries?: number
   /** Wait before the second try of a refused job (doubled each time); tests shorten it. */
   readonly refusalPauseMs?: number
+  /** A version was stored on the target: the proxy's cached view of its package is out of date (docs/cache.md "Invalidation"); never rejects. */
+  readonly onMirrored?: (packageName: string) => Promise<void>
 }
 
 /** SPEC.md 8.1's rate for a js listing read: the worker's two document reads are listings too. */
@@ -134,6 +136,7 @@ export class MirrorWorker {
   readonly #target: TargetProtocol
   readonly #max: number
   readonly #logger: Logger
+  readonly #onMirrored: ((packageName: string) => Promise<void>) | undefined
   readonly #memory: MirrorMemory | undefined
   readonly #outcomes: JobOutcomes
   readonly #pace: TargetPace
@@ -147,6 +150,7 @@ export class MirrorWorker {
     this.#target = options.target
     this.#max = options.maxArtifactBytes
     this.#logger = options.logger
+    this.#onMirrored = options.onMirrored
     this.#memory = options.memory
     this.#outcomes = new JobOutcomes({ logger: options.logger, maxArtifactBytes: options.maxArtifactBytes, targetAuthority: options.target.authority })
     this.#pace = options.pace ?? new TargetPace({ maxConcurrency: 1, authority: options.target.authority, logger: options.logger })
@@ -305,6 +309,7 @@ export class MirrorWorker {
     const meaning = this.#target.classify(status)
     if (meaning.kind === 'stored') {
       this.#logger.info(MIRROR_JOB_MIRRORED, { ...where, bytes, target: this.#target.authority })
+      await this.#onMirrored?.(where['package'] as string)
       return settled({ result: 'mirrored', disposition: 'delete' })
     }
     if (meaning.kind === 'ask-again') {

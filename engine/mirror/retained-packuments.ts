@@ -42,7 +42,8 @@ export interface RetainedPackuments {
 export function retainedAnswers(assembled: Pick<CachedStore<AssembledResponse>, 'retained'>, ecosystem: string, generation: () => number | string): RetainedPackuments {
   return {
     read: async (packageName) => {
-      const held = assembled.retained(assembledKey(ecosystem, packageName, 'full', generation()))
+      // The answer under a configured server.baseUrl (variant ''); with request-derived origins each origin has its own, and a miss reads the public side.
+      const held = await assembled.retained(assembledKey(ecosystem, packageName, 'full', generation()))
       if (held === undefined || held.coding !== undefined) return undefined
       return { chunks: [held.body], source: 'retained' }
     },

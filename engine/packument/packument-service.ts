@@ -11,7 +11,7 @@
  * answers is no error when versions survive.
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
-import type { AssembledResponse, Freshness, MetadataCache, SourceValidators } from '../cache/metadata-cache.js'
+import type { AssembledResponse, Freshness, MetadataCache, ReadOptions, SourceValidators, Work } from '../cache/metadata-cache.js'
 import { assembledKey, DEFAULT_ASSEMBLED_TTL_MS, selectedVersionKey } from '../cache/metadata-cache.js'
 import type { Clock } from '../clock.js'
 import { isServiceError, ServiceError } from '../errors.js'
@@ -64,8 +64,8 @@ export interface PackumentServiceOptions {
   readonly render: Renderer
   readonly cache: MetadataCache<SelectedArtifact>
   readonly clock: Clock
-  /** Changes when the rules or the serving advisory database change; part of the assembled key. */
-  readonly generation: () => number
+  /** The rules-and-database generation retained answers are keyed by (mount-wiring.ts `answerGeneration`): a new one never serves an old decision. */
+  readonly generation: () => number | string
   /** Decisions the main thread must see (outage tracking). */
   readonly observe: (outcome: PackumentOutcome, packageName: string) => void
   /**
@@ -160,6 +160,11 @@ function freshnessOf(readAt: number, freshMs: number, regateAt: number | undefin
   }
 }
 
+/** A shared read charges the bytes it brings in to the request's admission like an upstream read (SPEC.md 8.1). */
+export function chargedRead(admission: Admission, signal: AbortSignal): ReadOptions {
+  return { charge: (bytes) => (admission.tryCharge(bytes) ? undefined : admission.charge(bytes, { timeoutMs: REQUEST_TIMEOUT_MS, signal })) }
+}
+
 export class PackumentService {
   readonly #o: PackumentServiceOptions
   readonly #revalidations = new RevalidationCounters()
@@ -189,7 +194,7 @@ export class PackumentService {
       await request.admission.charge(identity.body.byteLength, { timeoutMs: REQUEST_TIMEOUT_MS, signal })
       const body = await inChildSpan('packument compress', { 'package.name': request.packageName, 'http.response.content_coding': coding }, () => compress(identity.body, coding, signal))
       return { body, etag: codedEtag(identity.etag, coding), coding, ...(identity.notice === undefined ? {} : { notice: identity.notice }) }
-    }, request.signal)
+    }, request.signal, chargedRead(request.admission, request.signal))
   }
 
   /** Revalidations by result (`service.packument.revalidations`). */
@@ -199,7 +204,8 @@ export class PackumentService {
   async selectVersion(packageName: string, filename: string, admission: Admission, signal: AbortSignal): Promise<SelectedArtifact | undefined> {
     const { ecosystem, cache, clock } = this.#o
     const key = selectedVersionKey(ecosystem, packageName, filename)
-    const hit = cache.version.peek(key)
+    const read = chargedRead(admission, signal)
+    const hit = await cache.version.peek(key, read)
     if (hit !== undefined) return hit
     // A lockfile install reads no metadata first: select through the public document, gated like any other read.
     const request = { packageName, abbreviated: true, admission, signal }
@@ -207,15 +213,15 @@ export class PackumentService {
       if (!isServiceError(error) || error.code !== 'POLICY_WITHHELD') throw error
       return undefined
     })
-    const selected = cache.version.peek(key)
+    const selected = await cache.version.peek(key, read)
     const renderedAt = served?.freshness?.renderedAt
     if (selected !== undefined || renderedAt === undefined || clock.now() - renderedAt < RESELECT_AFTER_MS) return selected
     // A revalidated answer outlives the records its render left (their own time to live, or eviction): render again.
-    await cache.assembled.lead(assembledKey(ecosystem, packageName, 'abbreviated', this.#o.generation()), (s) => this.#load(request, s), signal)
+    await cache.assembled.lead(assembledKey(ecosystem, packageName, 'abbreviated', this.#o.generation()), (s, work) => this.#load(request, s, work), signal)
       .catch((error: unknown) => {
         if (!isServiceError(error) || error.code !== 'POLICY_WITHHELD') throw error
       })
-    return cache.version.peek(key)
+    return cache.version.peek(key, read)
   }
 
   /** The identity answer: served as retained, served stale with a revalidation behind it, revalidated, or rendered. */
@@ -224,7 +230,7 @@ export class PackumentService {
     // One generation for the whole request: a swap in between must not retain old bytes under the new key.
     const current = generation()
     const key = assembledKey(ecosystem, request.packageName, form, current, variantKey(request))
-    const held = cache.assembled.retained(key)
+    const held = await cache.assembled.retained(key, chargedRead(request.admission, request.signal))
     const state = held === undefined ? 'reload' : this.#state(held)
     if (held !== undefined && (state === 'fresh' || state === 'stale')) {
       cache.assembled.countHit()
@@ -236,13 +242,19 @@ export class PackumentService {
     }
     const regate = held?.freshness?.regateAt !== undefined && this.#o.clock.now() >= held.freshness.regateAt
     const load = held !== undefined && state === 'revalidate'
-      ? (signal: AbortSignal) => this.#revalidate(request, held, signal)
-      : (signal: AbortSignal) => {
+      ? (signal: AbortSignal, work: Work) => this.#revalidate(request, held, signal, work)
+      : (signal: AbortSignal, work: Work) => {
           // Counted by the leader only: joiners share its render.
           if (regate) this.#revalidations.regated++
-          return this.#load(request, signal)
+          return this.#load(request, signal, work)
         }
-    return cache.assembled.lead(key, load, request.signal)
+    // Another replica's answer serves only when it is not itself due (docs/cache.md "Collapsing across replicas").
+    return cache.assembled.lead(key, load, request.signal, (value) => this.#servable(value))
+  }
+
+  #servable(held: AssembledResponse): boolean {
+    const state = this.#state(held)
+    return state === 'fresh' || state === 'stale'
   }
 
   #state(held: AssembledResponse): State {
@@ -261,10 +273,10 @@ export class PackumentService {
   #revalidateBehind(key: string, held: AssembledResponse, request: PackumentRequest): void {
     const revalidation = this.#o.revalidation
     if (revalidation === undefined) return
-    this.#o.cache.assembled.behind(key, async (signal) => {
+    this.#o.cache.assembled.behind(key, async (signal, work) => {
       const admission = await revalidation.admit(signal)
       try {
-        return await this.#revalidate({ packageName: request.packageName, abbreviated: request.abbreviated, baseUrl: request.baseUrl, view: request.view, admission }, held, signal)
+        return await this.#revalidate({ packageName: request.packageName, abbreviated: request.abbreviated, baseUrl: request.baseUrl, view: request.view, admission }, held, signal, work)
       } finally {
         admission.release()
       }
@@ -277,12 +289,12 @@ export class PackumentService {
    * parsed. Otherwise a render from what they answered, a side that was
    * unchanged read again in full (its body was never kept).
    */
-  async #revalidate(subject: Subject, held: AssembledResponse, signal: AbortSignal): Promise<AssembledResponse> {
+  async #revalidate(subject: Subject, held: AssembledResponse, signal: AbortSignal, work: Work): Promise<AssembledResponse> {
     const freshness = held.freshness
     const sources = freshness?.sources
     const now = this.#o.clock.now()
     if (freshness === undefined || sources === undefined || (freshness.regateAt !== undefined && now >= freshness.regateAt)) {
-      return this.#load(subject, signal)
+      return this.#load(subject, signal, work)
     }
     const owned = this.#o.ownsName?.(subject.packageName) === true
     const [priv, pub] = await Promise.all([
@@ -295,7 +307,7 @@ export class PackumentService {
     }
     if (priv.kind === 'failed' || pub.kind === 'failed') this.#revalidations.failed++
     else this.#revalidations.modified++
-    return this.#load(subject, signal, { private: priv, public: pub })
+    return this.#load(subject, signal, work, { private: priv, public: pub })
   }
 
   async #recheck(client: UpstreamClient | undefined, source: SourceValidators, subject: Subject, signal: AbortSignal): Promise<ChargedFetch> {
@@ -311,7 +323,7 @@ export class PackumentService {
     return fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, this.#o.ecosystem, signal, validators)
   }
 
-  async #load(subject: Subject, signal: AbortSignal, prefetched?: { readonly private: ChargedFetch; readonly public: ChargedFetch }): Promise<AssembledResponse> {
+  async #load(subject: Subject, signal: AbortSignal, work: Work, prefetched?: { readonly private: ChargedFetch; readonly public: ChargedFetch }): Promise<AssembledResponse> {
     const { privateClient, publicClient } = this.#o
     const readAt = this.#o.clock.now()
     // A side a revalidation read already is not read again; one that answered not-modified is read in full.
@@ -348,7 +360,7 @@ export class PackumentService {
       throw mostRecoverable([...failures, isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })])
     }
     this.#o.observe(outcome, subject.packageName)
-    this.#retainSelected(subject.packageName, outcome)
+    await this.#retainSelected(subject.packageName, outcome, work)
     if (outcome.body === undefined || outcome.etag === undefined) {
       const withheld = withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')
       throw mostRecoverable([...failures, withheld])
@@ -360,10 +372,9 @@ export class PackumentService {
 
   get #freshMs(): number { return this.#o.revalidation?.freshMs ?? DEFAULT_ASSEMBLED_TTL_MS }
 
-  #retainSelected(packageName: string, outcome: PackumentOutcome): void {
+  /** The selected versions of a render, retained under the stamp of its work (nothing when the shared backend failed: SPEC.md 6.3). */
+  async #retainSelected(packageName: string, outcome: PackumentOutcome, work: Work): Promise<void> {
     const { ecosystem, cache } = this.#o
-    for (const selected of outcome.selected) {
-      cache.version.set(selectedVersionKey(ecosystem, packageName, selected.filename), selected)
-    }
+    await cache.version.retainMany(outcome.selected.map((selected) => [selectedVersionKey(ecosystem, packageName, selected.filename), selected] as const), work)
   }
 }

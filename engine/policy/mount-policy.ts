@@ -16,6 +16,7 @@ import type { AdvisorySlot } from '../advisory/consumer/advisory-slot.js'
 import type { Clock } from '../clock.js'
 import type { Logger } from '../log/logger.js'
 import { maxAgeFor } from './advisory-max-age.js'
+import { generationKey, rulesDigest } from './generation-key.js'
 import { AdvisoryOutage } from './advisory-outage.js'
 import type { AdvisoryObservation, Decision, Evaluator, RuleKind, VersionFacts } from './decision.js'
 import { createEvaluator } from './evaluator.js'
@@ -63,8 +64,13 @@ export interface MountPolicy {
   readonly maxAgeSeconds: number
   /** The main thread's evaluator (artifact decisions); workers build their own from `gateOptions`. */
   readonly evaluator: Evaluator
-  /** Moves on every database swap: caches and the workers' evaluators are keyed by it. */
+  /** Moves on every database swap: the workers' evaluators are keyed by it (a count of this process's swaps). */
   readonly generation: () => number
+  /**
+   * The rules-and-database generation as every replica computes it, across
+   * restarts (generation-key.ts): what retained answers are keyed by.
+   */
+  readonly generationKey: () => string
   readonly gateOptions: () => PolicyGateOptions
   /** A listing's decisions: outage tracking only. */
   readonly observe: (outcome: ListingObservations) => void
@@ -79,11 +85,21 @@ export function mountPolicy(options: MountPolicyOptions): MountPolicy {
   const skipped = new SkippedCheckRecord({ ecosystem, logger })
   const outage = new AdvisoryOutage({ ecosystem, logger, clock, onRecovered: () => skipped.clear() })
   const evaluator = createEvaluator(rules, { ecosystem, database: () => slot.database(), clock, maxAgeSeconds: maxAge.seconds })
+  const digest = rulesDigest(rules)
+  // Computed once per swap: every listing request reads it.
+  let keyed = { generation: -1, key: '' }
   return {
     slot,
     maxAgeSeconds: maxAge.seconds,
     evaluator,
     generation: () => slot.generation,
+    generationKey: () => {
+      if (keyed.generation !== slot.generation) {
+        const serving = slot.serving
+        keyed = { generation: slot.generation, key: generationKey({ rulesDigest: digest, advisory: serving === undefined ? undefined : { etag: serving.etag, publishedAt: serving.publishedAt } }) }
+      }
+      return keyed.key
+    },
     observeDecision: (facts, decision) => {
       if (decision.advisory.length > 0) outage.observe(decision.advisory)
       skipped.admitted(facts, decision)

@@ -7,7 +7,7 @@
  * the assembled page per format and every file the page named, for the file
  * route.
  */
-import type { AssembledResponse, MetadataCache } from '../cache/metadata-cache.js'
+import type { AssembledResponse, MetadataCache, Work } from '../cache/metadata-cache.js'
 import { assembledKey, selectedVersionKey } from '../cache/metadata-cache.js'
 import type { Clock } from '../clock.js'
 import { isServiceError, ServiceError } from '../errors.js'
@@ -18,6 +18,7 @@ import { chunkBytes, withPrepaidResponse } from '../listing/prepaid-charge.js'
 import { withholdingError } from '../listing/withholding.js'
 import type { Admission } from '../memory/gate.js'
 import { REQUEST_TIMEOUT_MS } from '../memory/gate.js'
+import { chargedRead } from '../packument/packument-service.js'
 import { inChildSpan } from '../telemetry/work-span.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
 import type { PageFormat } from './content-negotiation.js'
@@ -60,7 +61,8 @@ export interface ProjectServiceOptions<O extends PageOutcome> {
   readonly render: (job: PageRenderJob) => Promise<O>
   readonly cache: MetadataCache<PageFile>
   readonly clock: Clock
-  readonly generation: () => number
+  /** The rules-and-database generation retained answers are keyed by (mount-wiring.ts `answerGeneration`): a new one never serves an old decision. */
+  readonly generation: () => number | string
   /** Outage tracking, counters and the once-per-project logs of one render. */
   readonly observe: (outcome: O, project: string) => void
 }
@@ -85,7 +87,7 @@ export class ProjectService<O extends PageOutcome> {
   /** The assembled page (from the store, or led or joined). */
   assemble(request: PageRequest): Promise<AssembledResponse> {
     const key = assembledKey('py', request.project, request.format, this.#o.generation(), request.baseUrl ?? '')
-    return this.#o.cache.assembled.load(key, (signal) => this.#load(request, signal), request.signal)
+    return this.#o.cache.assembled.load(key, (signal, work) => this.#load(request, signal, work), request.signal, chargedRead(request.admission, request.signal))
   }
 
   /**
@@ -95,15 +97,16 @@ export class ProjectService<O extends PageOutcome> {
    */
   async selectFile(project: string, filename: string, admission: Admission, signal: AbortSignal): Promise<PageFile | undefined> {
     const key = selectedVersionKey('py', project, filename)
-    const hit = this.#o.cache.version.peek(key)
+    const read = chargedRead(admission, signal)
+    const hit = await this.#o.cache.version.peek(key, read)
     if (hit !== undefined) return hit
     await this.assemble({ project, format: 'json', admission, signal }).catch((error: unknown) => {
       if (!isServiceError(error) || error.code !== 'POLICY_WITHHELD') throw error
     })
-    return this.#o.cache.version.peek(key)
+    return this.#o.cache.version.peek(key, read)
   }
 
-  async #load(request: PageRequest, signal: AbortSignal): Promise<AssembledResponse> {
+  async #load(request: PageRequest, signal: AbortSignal, work: Work): Promise<AssembledResponse> {
     const { privateClient, publicClient } = this.#o
     const fetchFrom = async (client: UpstreamClient | undefined): Promise<[ChargedFetch, string]> => {
       if (client !== undefined) this.#o.cache.full.read()
@@ -140,7 +143,7 @@ export class ProjectService<O extends PageOutcome> {
       throw mostRecoverable([...failures, isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })])
     }
     this.#o.observe(outcome, request.project)
-    for (const file of outcome.files) this.#o.cache.version.set(selectedVersionKey('py', request.project, file.filename), file)
+    await this.#o.cache.version.retainMany(outcome.files.map((file) => [selectedVersionKey('py', request.project, file.filename), file] as const), work)
     if (outcome.body === undefined || outcome.etag === undefined) {
       throw mostRecoverable([...failures, withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')])
     }

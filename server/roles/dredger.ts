@@ -34,6 +34,7 @@ import { mountFallback } from '../routes/js-mount.js'
 import { mountProbes } from '../routes/probes.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
+import { openSharedCache, reportedInvalidation } from './shared-cache.js'
 
 /** info: the role is up; names the mounts, inventories, cycle, cap and whether a full walk comes first. */
 export const DREDGER_STARTED = 'dredger started'
@@ -121,10 +122,15 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
   for (const mount of mounts) readiness.addMount(mount.key, false)
   mountProbes(door, liveness, readiness)
   mountFallback(door)
+  // With a shared metadata cache, a removal invalidates the package there: every proxy's next request reads it again (docs/cache.md "Invalidation").
+  const sharedCache = await openSharedCache(config, logger)
   const dredger = new Dredger({
     mounts, counters, logger,
     maxRemovalsPerCycle: config.dredger.maxRemovalsPerCycle,
     onHalt: (keys) => { for (const key of keys) readiness.markHalted(key) },
+    ...(sharedCache === undefined ? {} : {
+      onRemoved: (mount: MountKey, packageName: string) => reportedInvalidation(sharedCache.invalidation.invalidate, mount, logger)(packageName),
+    }),
   })
 
   const stop = new AbortController()
@@ -174,6 +180,7 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
       // A removal that started finishes (it takes no signal); the cycle stops before the next one.
       await running
       await closeAll(mounts)
+      await sharedCache?.close()
     },
     metrics: () => ({
       [SNAPSHOT_KEYS.dredgerRemovals]: counters.snapshot(),

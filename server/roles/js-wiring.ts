@@ -29,7 +29,7 @@ import { createPublishHandler } from '../routes/publish-route.js'
 import { createSignatureHandlers } from '../routes/signature-routes.js'
 import { createWhyHandler } from '../routes/why-route.js'
 import { mountClients } from './mount-clients.js'
-import { mountCache, type MountAttachment, type MountWiringOptions } from './mount-wiring.js'
+import { answerGeneration, mountCache, packageInvalidation, type MountAttachment, type MountWiringOptions } from './mount-wiring.js'
 
 export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedArtifact> {
   const { mount, config, policy, gate, logger, clock } = o
@@ -50,7 +50,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     ...(ownedScopes.length === 0 ? {} : { ownsName: ownsName(ownedScopes) }),
     cache,
     clock,
-    generation: policy.generation,
+    generation: answerGeneration(o, policy),
     observe: (outcome, packageName) => {
       policy.observe(outcome)
       if (outcome.counts.dropped > 0) dropped.record(packageName, outcome.dropped, outcome.counts.dropped)
@@ -143,6 +143,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
           gate,
           logger,
           counters: publishCounters,
+          onPublished: packageInvalidation(cache, 'js', logger),
         }),
       }),
     },

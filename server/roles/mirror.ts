@@ -59,6 +59,7 @@ import { hopMarker } from '../routes/hop-marker.js'
 import { mountProbes } from '../routes/probes.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
+import { openSharedCache, reportedInvalidation } from './shared-cache.js'
 import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
 
 /** info: the dedicated worker is consuming. */
@@ -105,6 +106,8 @@ export interface AttachMirrorOptions {
   readonly credentials?: CredentialRegistry
   /** Embedded in the proxy: its memory gate, to which the js worker's document reads are charged (they share its heap). */
   readonly memory?: MirrorMemory
+  /** Per mount: what a mirrored version invalidates (the metadata cache's entries of its package, docs/cache.md "Invalidation"). */
+  readonly invalidations?: Partial<Record<'js' | 'py', (packageName: string) => Promise<void>>>
   /** Overrides for tests. */
   readonly visibilitySeconds?: number
   readonly waitSeconds?: number
@@ -118,6 +121,10 @@ export interface MirrorMountSource {
   readonly source: PublicArtifactSource
   /** js: packuments the process holds, asked before the public upstream for the gated manifest. */
   readonly retained?: RetainedPackuments | undefined
+}
+
+function mirrored(invalidate: ((packageName: string) => Promise<void>) | undefined): { onMirrored?: (packageName: string) => Promise<void> } {
+  return invalidate === undefined ? {} : { onMirrored: invalidate }
 }
 
 export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<MirrorAttachment> {
@@ -145,13 +152,13 @@ export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<
       const target = new PyUploadTarget({ url: mirror.target, simpleUrl: mirror.simpleUrl, ...connection })
       targets.push(target)
       paces.py = pace
-      runners.py = new MirrorWorker({ source, target: new PyTargetProtocol(target), pace, ...common })
+      runners.py = new MirrorWorker({ source, target: new PyTargetProtocol(target), pace, ...common, ...mirrored(options.invalidations?.py) })
     } else {
       const target = new MirrorTarget({ url: mirror.target, ...connection })
       targets.push(target)
       paces.js = pace
       const protocol = new JsTargetProtocol(target, { retained, reads: manifestReads })
-      runners.js = new MirrorWorker({ source, target: protocol, pace, ...common, ...(options.memory === undefined ? {} : { memory: options.memory }) })
+      runners.js = new MirrorWorker({ source, target: protocol, pace, ...common, ...(options.memory === undefined ? {} : { memory: options.memory }), ...mirrored(options.invalidations?.js) })
     }
   }
   const budget = await receiveBudget(queue, config.queue.maxReceiveCount, logger, config.queue.url)
@@ -256,14 +263,17 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
   let attachment: MirrorAttachment
   // Exported as `service.credential` (SPEC.md 6.3) when a mirror target names a credential, as the proxy role does.
   let credentialCounters: (() => unknown) | undefined
+  // With a shared metadata cache, a mirrored version invalidates its package there (docs/cache.md "Invalidation").
+  const sharedCache = await openSharedCache(config, logger)
   try {
     // Upstream credential providers (SPEC.md 5.5): the mirror target's, minted once at boot.
     const credentials = new CredentialRegistry(config.credentials, clock)
     const names = [...new Set(mounts.map((m) => m.mirror?.credential).filter((n): n is string => n !== undefined))]
     if (names.length > 0) await credentials.prime(names)
     if (names.length > 0) credentialCounters = () => credentials.counters.snapshot()
-    attachment = await attachMirrorWorker({ config, logger, clock, queue, mounts: sources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials })
+    attachment = await attachMirrorWorker({ config, logger, clock, queue, mounts: sources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, ...(sharedCache === undefined ? {} : { invalidations: { js: reportedInvalidation(sharedCache.invalidation.invalidate, 'js', logger), py: reportedInvalidation(sharedCache.invalidation.invalidate, 'py', logger) } }) })
   } catch (error) {
+    await sharedCache?.close()
     await queue.close()
     await Promise.allSettled(sources.map((s) => s.source.close()))
     throw error
@@ -280,6 +290,7 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
       await attachment.stop(config.server.shutdownDrainTimeout * 1000)
       await Promise.allSettled(sources.map((s) => s.source.close()))
       await queue.close()
+      await sharedCache?.close()
     },
     metrics: () => ({ ...attachment.metrics(), [SNAPSHOT_KEYS.upstreamFetchErrors]: fetchCounters.snapshot(), ...(credentialCounters === undefined ? {} : { [SNAPSHOT_KEYS.credential]: credentialCounters() }) }),
   }

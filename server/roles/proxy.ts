@@ -42,11 +42,12 @@ import { attachEnqueueBuffer } from './enqueue-wiring.js'
 import { attachJsMount } from './js-wiring.js'
 import { attachMirrorWorker, type MirrorMountSource } from './mirror.js'
 import { openMirrorQueue } from './mirror-queue.js'
-import type { ProcessParts } from './mount-wiring.js'
+import { packageInvalidation, type ProcessParts } from './mount-wiring.js'
 import { openObjectStore } from './object-store.js'
 import { attachPyMount } from './py-wiring.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
+import { openSharedCache } from './shared-cache.js'
 
 export const PROXY_LISTENING = 'proxy listening'
 
@@ -91,6 +92,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   // Serve-then-enqueue through a bounded, charged buffer: a slow or refusing queue never holds a response or the heap (issue 30).
   const enqueueBuffer = opened === undefined ? undefined : attachEnqueueBuffer({ config, logger, clock, plan, queue: opened.queue, embedded, readiness, snapshots })
   mountProbes(door, liveness, readiness)
+  const sharedCache = await openSharedCache(config, logger)
 
   const parts: ProcessParts = {
     door, config, pool, gate, logger, clock,
@@ -100,6 +102,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     edge: edgeAuthFor(config.server.edgeTokens),
     cacheBudget: new CacheBudget(plan.cacheBudgetBytes.value, CACHE_MAX_ENTRIES),
     origin: requestOrigin(config),
+    sharedCache,
   }
   const caches: { snapshot(): MetadataCacheSnapshot }[] = []
   snapshots[SNAPSHOT_KEYS.metadataCache] = () => combinedSnapshot(caches)
@@ -107,6 +110,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const clients: { close(): Promise<void> }[] = []
   const slots = new Map<MountKey, AdvisorySlot>()
   const mirrorSources: MirrorMountSource[] = []
+  const invalidations: Partial<Record<MountKey, (packageName: string) => Promise<void>>> = {}
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]
     if (mount === undefined) continue
@@ -115,6 +119,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     slots.set(key, policy.slot)
     const attached = ATTACH[key]({ ...parts, mount, policy, enqueue: mount.mirror === undefined ? undefined : enqueueBuffer?.enqueue })
     caches.push(attached.cache)
+    invalidations[key] = packageInvalidation(attached.cache, key, logger)
     clients.push(...attached.clients)
     Object.assign(snapshots, attached.snapshots)
     if (mount.mirror !== undefined && attached.publicClient !== undefined) mirrorSources.push({ mount, source: attached.publicClient, retained: attached.retained })
@@ -122,7 +127,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   mountFallback(door)
   // Embedded queue: this process owns its folder, so it runs the worker too, for every mount with a mirror target (SQS: `service mirror` does).
   const mirrorWorker = embedded === undefined || mirrorSources.length === 0 ? undefined
-    : await attachMirrorWorker({ config, logger, clock, queue: embedded, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate })
+    : await attachMirrorWorker({ config, logger, clock, queue: embedded, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate, invalidations })
   if (mirrorWorker !== undefined) Object.assign(snapshots, mirrorWorker.snapshots)
 
   // Each mount whose rules read the advisory database polls the store for Pilot's artifact (SPEC.md 3.1, 3.4).
@@ -150,6 +155,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       await Promise.allSettled(clients.map((c) => c.close()))
       await pool.destroy()
       await opened?.close()
+      await sharedCache?.close()
     },
     metrics: () => readSnapshot(snapshots),
   }

@@ -20,7 +20,7 @@ import { createArtifactHandler, type ArtifactRouteDeps, type SelectedArtifact } 
 import { visiblyNotArtifact } from '../routes/public-leg.js'
 import { mountPy, type FileHandler } from '../routes/py-mount.js'
 import { mountClients } from './mount-clients.js'
-import { mountCache, type MountAttachment, type MountWiringOptions } from './mount-wiring.js'
+import { answerGeneration, mountCache, type MountAttachment, type MountWiringOptions } from './mount-wiring.js'
 
 /** A digest set as SRI (the strongest SHA-2 it has) and a sha1 shasum, the shapes the integrity floor reads. */
 export function integrityOf(hashes: Hashes): { integrity: string | undefined, shasum: string | undefined } {
@@ -97,7 +97,7 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
     publicClient,
     cache,
     clock,
-    generation: policy.generation,
+    generation: answerGeneration(o, policy),
     observe: (outcome, project) => {
       policy.observe(outcome)
       record.record(project, outcome.counts, outcome.mismatches)

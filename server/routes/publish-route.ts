@@ -50,6 +50,8 @@ export interface PublishRouteDeps {
   readonly gate: AdmissionGate
   readonly logger: Logger
   readonly counters: PublishCounters
+  /** A publish the target took: the package's cached answers are out of date on every replica (docs/cache.md "Invalidation"); never rejects. */
+  readonly onPublished?: (name: string) => Promise<void>
 }
 
 export function createPublishHandler(deps: PublishRouteDeps): (exchange: Exchange, pkg: string) => void | Promise<void> {
@@ -97,6 +99,8 @@ export function createPublishHandler(deps: PublishRouteDeps): (exchange: Exchang
         if (ex.closed) return
         const answer = await target.publish(name, bytes, signal)
         counters.relayed(answer.status)
+        // Before the answer: the publisher's next read, on any replica, sees its version.
+        if (answer.status < 300) await deps.onPublished?.(name)
         logger.info(PUBLISH_RELAYED, { package: name, versions: checked.versions, status: answer.status })
         ex.respond(answer.status, { 'content-type': answer.contentType ?? 'application/json' }, answer.body)
       } catch (error) {

@@ -38,6 +38,8 @@ t.test('collapsed requests count once and share a failure, which is not retained
   let fail!: (e: Error) => void
   const failing = () => new Promise<AssembledResponse>((_r, rej) => { fail = rej })
   const p = [cache.assembled.load(key, failing), cache.assembled.load(key, failing), cache.assembled.load(key, failing)]
+  // A lookup is asynchronous (it may be a round trip to a shared backend): the leader's load starts a tick later.
+  await new Promise((r) => setImmediate(r))
   fail(new Error('render failed'))
   const settled = await Promise.allSettled(p)
   t.same(settled.map((s) => s.status), ['rejected', 'rejected', 'rejected'])
@@ -52,6 +54,7 @@ t.test('the two stores share one bound; a refusal is counted per fetched value, 
   let resolve!: (v: Selected) => void
   const load = () => new Promise<Selected>((r) => { resolve = r })
   const p = [cache.version.load(key, load), cache.version.load(key, load)]
+  await new Promise((r) => setImmediate(r))
   resolve({ version: '1.0.0', tarball: 'x'.repeat(200) })
   await Promise.all(p)
   const s = cache.snapshot()
@@ -65,9 +68,9 @@ t.test('expiry on access after the store time to live', async (t) => {
   const key = assembledKey('js', 'left-pad', 'full', 1)
   cache.assembled.set(key, response(10))
   clock.advance(29_999)
-  t.ok(cache.assembled.peek(key))
+  t.ok(await cache.assembled.peek(key))
   clock.advance(1)
-  t.equal(cache.assembled.peek(key), undefined)
+  t.equal(await cache.assembled.peek(key), undefined)
   t.match(cache.snapshot(), { residentBytes: 0, entries: 0 })
 })
 

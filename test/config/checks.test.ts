@@ -66,3 +66,16 @@ t.test('the document pass joins schema, URL and build problems in one report', a
   }, sourceOf)
   t.same(found.map((p) => p.path), ['server.port', 'queue.url', 'mounts.js.upstreams.public.allowInternalRanges.0'])
 })
+
+t.test('the shared cache backend takes a redis:// or rediss:// URL without userinfo, and needs one', async (t) => {
+  const problems = (url: string) => documentProblems({ cache: { backend: 'redis', url } }, sourceOf).map((p) => p.message)
+  t.same(problems('redis://cache.internal:6379/2'), [])
+  t.same(problems('rediss://cache.internal:6380'), [])
+  t.same(problems('redis://default:hunter2@cache.internal:6379'), [CONFIG_REFUSAL.urlUserinfo])
+  t.same(problems('redis://cache.internal:6379?password=hunter2'), [CONFIG_REFUSAL.urlCredentialQuery('password')])
+  t.same(problems('https://cache.internal/'), [CONFIG_REFUSAL.notRedisUrl('https://cache.internal/')])
+  t.notOk(JSON.stringify(problems('redis://default:hunter2@cache.internal:6379')).includes('hunter2'), 'no refusal echoes the password')
+  const missing = crossKey({ cache: { backend: 'redis' } }, 'https://registry.example/')
+  t.same(missing, [{ path: 'cache.url', message: CONFIG_REFUSAL.requiredForRedis, source: 'test cache' }])
+  t.same(crossKey({}, 'https://registry.example/'), [], 'the local backend needs no URL')
+})

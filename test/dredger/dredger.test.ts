@@ -97,3 +97,27 @@ t.test('first-party names (inside publish.scopes) are never planned, in either i
   t.same(plan.removals.map((r) => `${r.package}@${r.version}`), ['p@1.0.0'], 'the owned scope is left alone; the public copy is planned')
   t.equal(plan.unreadable, 0)
 })
+
+t.test('each removal invalidates its package in the metadata cache (docs/cache.md "Invalidation"); an absent version does not', async (t) => {
+  const inventory = new MemoryInventory('mirror_target', new Map(Object.entries({ p: ['1.0.0', '1.0.1'] })))
+  const judge = new RevocationJudge('js', [{ rule: 'DenyIdentity', package: 'p', versions: '>=1.0.0' }])
+  const invalidated: string[] = []
+  const dredger = new Dredger({
+    mounts: [{ key: 'js', judge, inventories: [inventory as unknown as NpmInventory] }],
+    maxRemovalsPerCycle: 10, counters: new DredgerCounters(), logger: new RecordingLogger(),
+    onRemoved: async (mount, name) => { invalidated.push(`${mount} ${name} after ${inventory.removed.length} removed`) },
+  })
+  await dredger.runCycle('candidate')
+  t.same(invalidated, ['js p after 1 removed', 'js p after 2 removed'], 'after each removal, not before')
+  inventory.held.set('p', ['1.0.0'])
+  inventory.removed.length = 0
+  const absent = new MemoryInventory('mirror_target', new Map(Object.entries({ p: ['1.0.0'] })))
+  absent.remove = async () => 'absent'
+  const quiet = new Dredger({
+    mounts: [{ key: 'js', judge, inventories: [absent as unknown as NpmInventory] }],
+    maxRemovalsPerCycle: 10, counters: new DredgerCounters(), logger: new RecordingLogger(),
+    onRemoved: async (mount, name) => { invalidated.push(`${mount} ${name}`) },
+  })
+  await quiet.runCycle('candidate')
+  t.equal(invalidated.length, 2, 'nothing removed, nothing invalidated')
+})

@@ -82,7 +82,7 @@ t.test('the public read stays the authority: its mismatch is reported as before'
 t.test('the proxy\'s retained answers: the identity full form under the current generation only', async (t) => {
   const store = new Map<string, AssembledResponse>()
   let generation = 4
-  const retained = retainedAnswers({ retained: (key) => store.get(key) }, 'js', () => generation)
+  const retained = retainedAnswers({ retained: async (key) => store.get(key) }, 'js', () => generation)
   const body = new TextEncoder().encode(JSON.stringify(packument({ integrity: INTEGRITY, shasum: SHASUM })))
   store.set(assembledKey('js', 'left-pad', 'abbreviated', 4), { body, etag: '"a"' })
   t.equal(await retained.read('left-pad'), undefined, 'the abbreviated form is never used')
