@@ -22,7 +22,7 @@ import { ThreadHeapBoard } from '../../engine/memory/thread-heaps.js'
 import { v8Limits, type V8Limits } from '../../engine/memory/v8-limits.js'
 import { EnqueueBuffer } from '../../engine/mirror/enqueue-buffer.js'
 import { needsAdvisoryDatabase } from '../../engine/policy/advisory-max-age.js'
-import { mountPolicy } from '../../engine/policy/mount-policy.js'
+import { mountPolicy, type MountPolicy } from '../../engine/policy/mount-policy.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 import { readSnapshot, SNAPSHOT_KEYS, type SnapshotReaders } from '../../engine/telemetry/snapshot-keys.js'
 import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
@@ -107,6 +107,8 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   snapshots[SNAPSHOT_KEYS.artifactReadBuffers] = () => parts.upstreams.largeReadBuffers.snapshot()
   const clients: { close(): Promise<void> }[] = []
   const slots = new Map<MountKey, AdvisorySlot>()
+  const policies = new Map<MountKey, MountPolicy>()
+  snapshots[SNAPSHOT_KEYS.policy] = () => ({ waiverAdmissions: Object.fromEntries([...policies].map(([key, p]) => [key, p.waiverAdmissions()])) })
   const mirrorSources: MirrorMountSource[] = []
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]
@@ -114,6 +116,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     readiness.addMount(key, needsAdvisoryDatabase(mount.rules))
     const policy = mountPolicy({ ecosystem: key, rules: mount.rules, configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock })
     slots.set(key, policy.slot)
+    policies.set(key, policy)
     const attached = ATTACH[key]({ ...parts, mount, policy, enqueue: mount.mirror === undefined ? undefined : enqueueBuffer?.enqueue })
     caches.push(attached.cache)
     clients.push(...attached.clients)

@@ -74,7 +74,7 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
     clock,
     generation: policy.generation,
     observe: (outcome, project) => {
-      policy.observe(outcome)
+      policy.observe(outcome, project)
       record.record(project, outcome.counts, outcome.mismatches)
     },
     render: (job) => runPyPageTask(o.pool, {
@@ -127,7 +127,7 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
       ...(kind === 'file' ? {} : { anomalousType: () => false }),
       evaluate: (facts) => policy.evaluator.evaluate(facts, 'admission'),
       observe: policy.observeDecision,
-      rules: mount.rules,
+      rules: policy.rules,
       integrityFloor: mount.integrityFloor,
       // Serve-then-enqueue for distribution files only; their `.metadata` and provenance are fetched by the worker itself.
       enqueue: kind === 'file' ? o.enqueue : undefined,
