@@ -55,17 +55,22 @@ export function parsePolicyDocument(text: string, json: boolean, now: number): P
   }
   if (value === null || value === undefined) value = {}
   if (!Guard.IsObjectNotArray(value)) return { ok: false, problems: ['the policy document is not a mapping'] }
-  // typebox stops at the first failing member of an object: each section is checked alone, so every problem is named at once.
+  // typebox stops at the first failing member of an object: each section is checked alone, and
+  // a section of the right shape gets the checks the schema cannot make, so every problem is named at once.
   const { mounts, waivers, ...rest } = value
-  const shape = [{ mounts }, { waivers }, rest].flatMap((section) => schemaProblems(section, () => 'policy document', validator))
-  if (shape.length > 0) return { ok: false, problems: shape.map((p) => `${p.path || '(root)'}: ${p.message}`) }
+  const shapeOf = (section: Record<string, unknown>): string[] => schemaProblems(section, () => 'policy document', validator).map((p) => `${p.path || '(root)'}: ${p.message}`)
+  const problems = shapeOf(rest)
+  const mountShape = shapeOf({ mounts })
+  problems.push(...mountShape)
   const document = value as PolicyDocument
-  const problems: string[] = []
-  for (const key of MOUNT_KEYS) {
-    const rules = document.mounts?.[key]?.rules
-    if (rules !== undefined) problems.push(...ruleProblems(key, rules))
+  if (mountShape.length === 0) {
+    for (const key of MOUNT_KEYS) {
+      const rules = document.mounts?.[key]?.rules
+      if (rules !== undefined) problems.push(...ruleProblems(key, rules))
+    }
   }
-  problems.push(...waiverProblems(document.waivers ?? [], now))
+  const waiverShape = shapeOf({ waivers })
+  problems.push(...(waiverShape.length > 0 ? waiverShape : waiverProblems(document.waivers ?? [], now)))
   if (problems.length > 0) return { ok: false, problems }
   return { ok: true, document, digest: createHash('sha256').update(JSON.stringify(document)).digest('hex').slice(0, 16) }
 }

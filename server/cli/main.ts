@@ -24,6 +24,7 @@ import { startMirror } from '../roles/mirror.js'
 import { runDredgerDryRun, startDredger } from '../roles/dredger.js'
 import type { RoleContext, RunningRole } from '../roles/role-context.js'
 import { parseArgs, USAGE, type Command, type Role } from './args.js'
+import { runPolicyCheck } from './policy-check.js'
 
 export const ROLE_UNAVAILABLE = ERROR_TABLE.ROLE_UNAVAILABLE.message
 /** info: SIGHUP reached a role that reads no policy document (neither `policy.file` nor `policy.store`). */
@@ -77,6 +78,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
   if (command.kind === 'usage-error') {
     return bootAbort(`${command.message}\n${USAGE}`)
+  }
+
+  if (command.kind === 'policy-check') {
+    process.exitCode = await runPolicyCheck(command.file, command.json, { out: process.stdout, err: process.stderr, now: systemClock.now() })
+    return
   }
 
   const loaded = loadConfig({ configPath: command.configPath, env })
