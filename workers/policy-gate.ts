@@ -5,8 +5,8 @@
  * every worker (DESIGN.md), and returns the `decide` callback of one task.
  *
  * Each thread keeps the evaluator of the last generation it saw: the main
- * thread bumps `generation` when the rules or the serving advisory artifact
- * change, so a task of the same generation pays neither the rule compile nor
+ * thread bumps `generation` when the rules, the waivers or the serving
+ * advisory artifact change, so a task of the same generation pays neither the rule compile nor
  * the artifact's bounds check again.
  */
 import { openSharedAdvisoryArtifact } from '../engine/advisory/artifact/compiled-database.js'
@@ -15,7 +15,7 @@ import type { Decide } from '../engine/packument/merge.js'
 import type { Decision, VersionFacts } from '../engine/policy/decision.js'
 import { explainRefusal } from '../engine/policy/explain.js'
 import type { PolicyGateOptions } from '../engine/policy/mount-policy.js'
-import { createEvaluator } from '../engine/policy/evaluator.js'
+import { createPolicyEvaluator } from '../engine/policy/waived-evaluator.js'
 
 interface Built {
   readonly generation: number
@@ -33,7 +33,7 @@ function build(options: PolicyGateOptions): Built {
   const expiresAt = publishedAt === undefined ? undefined : publishedAt + options.maxAgeSeconds * 1000
   // The evaluator reads the clock per evaluation; a task pins it to its own `now`.
   let now = 0
-  const evaluator = createEvaluator(options.rules, {
+  const evaluator = createPolicyEvaluator(options.rules, options.waivers, {
     ecosystem: options.ecosystem,
     database,
     clock: { now: () => now },
@@ -46,7 +46,7 @@ function build(options: PolicyGateOptions): Built {
       return evaluator.evaluate(facts, 'admission')
     }, {
       needs: evaluator.needs,
-      clock: { now: taskNow, ageSteps: evaluator.ageSteps, expiresAt },
+      clock: { now: taskNow, ageSteps: evaluator.ageSteps, expiresAt, regateAt: evaluator.regateAt },
       // What a withheld version's refusal says, for the answers that speak of one (npm audit view, npm-notice).
       explain: (decision: Decision, facts: VersionFacts) => explainRefusal(decision, facts, options.rules, taskNow)?.message ?? decision.reason,
     }),

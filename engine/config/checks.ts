@@ -13,6 +13,7 @@ import Guard from 'typebox/guard'
 import Value from 'typebox/value'
 import { CONFIG_REFUSAL } from '../errors.js'
 import { npmOnlyProblem } from '../policy/evaluator.js'
+import { parseInstant } from '../policy/instant.js'
 import { selectorProblem } from '../policy/package-selector.js'
 import { checkObjectPrefix } from '../store/object-key.js'
 import { isCidr } from './cidr.js'
@@ -97,6 +98,10 @@ function buildProblems(merged: Record<string, unknown>, sourceOf: SourceOf): Con
       rules.forEach((rule: unknown, index) => {
         const npmOnly = Guard.IsObjectNotArray(rule) ? npmOnlyProblem(key, rule['rule']) : undefined
         if (npmOnly !== undefined) add(`mounts.${key}.rules.${index}.rule`, npmOnly)
+        // An instant's form and calendar (no 30 February): the schema only knows it is a string.
+        const at = Guard.IsObjectNotArray(rule) && rule['rule'] === 'DenyIfPublishedAfter' ? rule['at'] : undefined
+        const instant = typeof at === 'string' && at.length > 0 ? parseInstant(at) : undefined
+        if (typeof instant === 'string') add(`mounts.${key}.rules.${index}.at`, instant)
         const packages = Guard.IsObjectNotArray(rule) ? rule['packages'] : undefined
         if (!Array.isArray(packages)) return
         packages.forEach((pattern: unknown, at) => {

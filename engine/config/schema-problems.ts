@@ -18,7 +18,10 @@ const ruleValidators = new Map(RULE_KINDS.map((kind) => [kind, Compile(RULE_SCHE
 
 const RULES_PATH = /^\/mounts\/(js|py)\/rules\/(\d+)(\/|$)/
 
-export function schemaProblems(value: unknown, sourceOf: (path: string) => string): ConfigProblem[] {
+/** A compiled schema whose errors schemaProblems reports: the configuration's, or another document's with the same `mounts.<m>.rules` (the policy document). */
+export type DocumentValidator = Pick<typeof validator, 'Check' | 'Errors'>
+
+export function schemaProblems(value: unknown, sourceOf: (path: string) => string, schema: DocumentValidator = validator): ConfigProblem[] {
   const problems: ConfigProblem[] = []
   const seen = new Set<string>()
   const add = (pointer: string, message: string): void => {
@@ -28,9 +31,9 @@ export function schemaProblems(value: unknown, sourceOf: (path: string) => strin
     seen.add(key)
     problems.push({ path, message, source: sourceOf(path) })
   }
-  if (validator.Check(value)) return problems
+  if (schema.Check(value)) return problems
   const ruleLists = new Set<string>()
-  for (const error of validator.Errors(value)) {
+  for (const error of schema.Errors(value)) {
     const rules = RULES_PATH.exec(error.instancePath)
     if (rules !== null) {
       // The rule union's errors name every branch; check the entry against the

@@ -122,6 +122,12 @@ const AdvisoriesSchema = Type.Object({
   pollIntervalSeconds: Defaulted(Type.Number({ exclusiveMinimum: 0, description: 'how often the proxy polls the store for a new artifact' }), 60),
 }, closed)
 
+/** The policy document (issue 31, engine/config/policy-document.ts): rules per mount and waivers that change without a restart. */
+const PolicySchema = Type.Object({
+  file: Type.Optional(Type.String({ minLength: 1, description: 'policy document (YAML or JSON): rules per mount and waivers, read at boot, on SIGHUP and every pollSeconds' })),
+  pollSeconds: Defaulted(Type.Integer({ minimum: 0, description: 'seconds between two reads of policy.file; 0: only at boot and on SIGHUP' }), 30),
+}, closed)
+
 const DredgerSchema = Type.Object({
   fullWalk: Defaulted(Type.Boolean(), false),
   maxRemovalsPerCycle: Defaulted(Type.Integer({ minimum: 1, description: 'per-cycle removal cap' }), 100),
@@ -228,6 +234,7 @@ export const ConfigSchema = Type.Object({
   store: Defaulted(StoreSchema, {}),
   advisories: Defaulted(AdvisoriesSchema, {}),
   dredger: Defaulted(DredgerSchema, {}),
+  policy: Defaulted(PolicySchema, {}),
   respectUpstreamTarballHost: Defaulted(Type.Boolean({ description: 'admit a public tarball URL on another host:port' }), false),
   credentials: Defaulted(Type.Array(CredentialSchema, { description: 'upstream credential providers, referred to by name' }), []),
   mounts: Defaulted(Type.Object({

@@ -47,7 +47,7 @@ export function withholdingOf(decisions: readonly Decision[], unservable: number
   return denied ? { code: 'POLICY_WITHHELD', causes } : undefined
 }
 
-const NAMED_CAUSES: ReadonlySet<string> = new Set(['cve', 'epss', 'identity', 'trust_downgrade', 'install_script_added'])
+const NAMED_CAUSES: ReadonlySet<string> = new Set(['cve', 'epss', 'identity', 'trust_downgrade', 'install_script_added', 'freeze'])
 
 const CAUSE_WORDS: Readonly<Record<string, string>> = {
   trust_downgrade: 'published with less trust than an earlier version (DenyIfTrustDowngrade)',
@@ -55,6 +55,7 @@ const CAUSE_WORDS: Readonly<Record<string, string>> = {
   cve: 'with known advisories (DenyIfCve)',
   epss: 'with advisories above the exploit-probability threshold (DenyIfEpss)',
   identity: 'denied by name and version (DenyIdentity)',
+  freeze: 'published after the freeze, or without a publish time (DenyIfPublishedAfter)',
   not_admitted: 'in quarantine or admitted by no rule (ask for one version\'s tarball to see when it is admitted)',
   unservable: 'unservable (an unreadable or disagreeing key, or no usable integrity digest)',
 }

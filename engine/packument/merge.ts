@@ -47,7 +47,13 @@ export interface Decide {
    * publication at which they can change (Evaluator.ageSteps), so the merge
    * can say when its answer must be re-gated; absent: never by age alone.
    */
-  readonly clock?: { readonly now: number; readonly ageSteps: (packageName: string) => readonly number[]; readonly expiresAt?: number | undefined }
+  readonly clock?: {
+    readonly now: number
+    readonly ageSteps: (packageName: string) => readonly number[]
+    readonly expiresAt?: number | undefined
+    /** Evaluator.regateAt: when a waiver naming the package expires. */
+    readonly regateAt?: ((packageName: string, now: number) => number | undefined) | undefined
+  }
   /**
    * The sentence a refusal carries (engine/policy/explain.ts, with the
    * mount's rules), for what the answer says about a withheld version;
@@ -481,9 +487,10 @@ function withheldNoticeOf(state: MergeState, decide: Decide, baseUrl: string): s
   return withheldNotice({ packageName: state.packageName, withheld: state.withheld, newest: state.refusedVersions[k]!, reason, baseUrl })
 }
 
-/** What of a decision the main thread must see: skipped checks, advisory rules that answered or could not. */
+/** What of a decision the main thread must see: skipped checks, advisory rules that answered or could not, a waiver's admission. */
 function observe(state: MergeState, version: string, decision: Decision): void {
-  let reported = decision.skipped.length > 0
+  // A waiver's admission is reported too: the main thread logs and counts it (engine/policy/waiver-admissions.ts).
+  let reported = decision.skipped.length > 0 || decision.waiver !== undefined
   for (const observation of decision.advisory) {
     if (observation.cause === undefined) state.answered.add(observation.rule)
     else reported = true
@@ -594,6 +601,9 @@ export function planMerge(input: MergeInput): MergePlan {
   const state = new MergeState(input)
   const clock = decide.clock
   state.regateAt = clock?.expiresAt !== undefined && clock.expiresAt > clock.now ? clock.expiresAt : undefined
+  // A waiver's expiry re-gates the answer it shaped (issue 31 item 2).
+  const waiverEnds = clock?.regateAt?.(packageName, clock.now)
+  if (waiverEnds !== undefined && (state.regateAt === undefined || waiverEnds < state.regateAt)) state.regateAt = waiverEnds
 
   keepPrivateVersions(state)
   gatePublicVersions(state, decide, input.ecosystem ?? 'js')

@@ -14,6 +14,7 @@ export type Phase = 'admission' | 'revocation'
 
 export const RULE_KINDS = [
   'DenyIdentity', 'DenyIfCve', 'DenyIfEpss', 'AllowIfRemediatesCve', 'AllowIfOlderThan', 'DenyIfTrustDowngrade', 'DenyIfInstallScriptAdded',
+  'DenyIfPublishedAfter',
 ] as const
 export type RuleKind = (typeof RULE_KINDS)[number]
 
@@ -92,6 +93,16 @@ export interface SkippedCheck {
   readonly cause: UnavailableCause
 }
 
+/** What a decision admitted by a waiver carries (Decision.waiver): the waiver as written (engine/policy/waivers.ts), for logs and the why route. */
+export interface WaiverRef {
+  readonly package: string
+  readonly versions: string
+  readonly reason: string
+  readonly by: string
+  readonly expires: string
+  readonly overrideMalware: boolean
+}
+
 /**
  * `admit` and `deny` are decisions of a rule (or deny by default, rule
  * undefined). `unavailable` is a refusal because an advisory rule could not
@@ -117,6 +128,8 @@ export interface Decision {
   /** For `expired`: the push age and the maximum, seconds, for the 503 message. */
   readonly ageSeconds?: number
   readonly maxAgeSeconds?: number
+  /** Set when a waiver admitted the version (reason 'waiver', no rule): the waiver as written (engine/policy/waivers.ts). */
+  readonly waiver?: WaiverRef
 }
 
 export interface Evaluator {
@@ -125,4 +138,10 @@ export interface Evaluator {
   readonly needs: FactNeeds
   /** The ages (ms after publication) at which an admission decision about a version of the package can change. */
   readonly ageSteps: (packageName: string) => readonly number[]
+  /**
+   * The first moment after `now` (ms since the epoch) at which a decision
+   * about a version of the package can change with nothing else changing
+   * (a waiver naming it expires); absent or undefined: none is known.
+   */
+  readonly regateAt?: (packageName: string, now: number) => number | undefined
 }

@@ -31,8 +31,10 @@ import { denyIdentity } from './deny-identity.js'
 import { denyIfCve } from './deny-if-cve.js'
 import { denyIfEpss } from './deny-if-epss.js'
 import { denyIfInstallScriptAdded } from './deny-if-install-script-added.js'
+import { denyIfPublishedAfter } from './deny-if-published-after.js'
 import { denyIfTrustDowngrade } from './deny-if-trust-downgrade.js'
 import { identityMatcher } from './identity-matcher.js'
+import { parseInstant } from './instant.js'
 import { packageSelector, selectorProblem } from './package-selector.js'
 import { RecentMemo } from './recent-memo.js'
 import { ABSTAIN, type AdvisoryAccess, type Rule, type RuleOutcome, type RuleScope } from './rule.js'
@@ -65,6 +67,7 @@ function compileKind(config: RuleConfig, ecosystem: Ecosystem, phases: ReadonlyS
     case 'AllowIfOlderThan': return allowIfOlderThan(config, phases)
     case 'DenyIfTrustDowngrade': return denyIfTrustDowngrade(config, phases)
     case 'DenyIfInstallScriptAdded': return denyIfInstallScriptAdded(config, phases)
+    case 'DenyIfPublishedAfter': return denyIfPublishedAfter(config, phases)
   }
 }
 
@@ -118,6 +121,10 @@ export function ruleProblems(ecosystem: Ecosystem, rules: readonly RuleConfig[])
     }
     const npmOnly = npmOnlyProblem(ecosystem, rule.rule)
     if (npmOnly !== undefined) problems.push(`mounts.${ecosystem}.rules[${index}] (${rule.rule}): ${npmOnly}`)
+    if (rule.rule === 'DenyIfPublishedAfter') {
+      const at = parseInstant(rule.at)
+      if (typeof at === 'string') problems.push(`mounts.${ecosystem}.rules[${index}] (DenyIfPublishedAfter) at: ${at}`)
+    }
     if (rule.rule !== 'DenyIdentity') return
     const matcher = identityMatcher(ecosystem, rule.package, rule.versions)
     if (typeof matcher === 'string') problems.push(`mounts.${ecosystem}.rules[${index}] (DenyIdentity ${rule.package}): ${matcher}`)

@@ -59,6 +59,8 @@ export function explainRefusal(decision: Decision, facts: VersionFacts, rules: r
       return { ...base, message: `${subject} is published with less trust than an earlier version of ${facts.name} (${decision.evidence.join('; ')}): a possible account takeover; denied by ${ruleName(decision)}. Pin an earlier version` }
     case 'install_script_added':
       return scriptQuarantined(decision, facts, rules, now, subject, base)
+    case 'freeze':
+      return frozen(decision, facts, rules, subject, base)
     default:
       return quarantined(decision, facts, rules, now, subject, base)
   }
@@ -109,4 +111,15 @@ function scriptQuarantined(decision: Decision, facts: VersionFacts, rules: reado
     ...(from.getTime() > now ? { admittedFrom: from.toISOString() } : {}),
     message: `${cause}: published ${new Date(published).toISOString()}, and ${ruleName(decision)} withholds such versions until they are ${days(rule.seconds)} old, so until ${from.toISOString()} (then the rules after it decide). Pin an older version until then`,
   }
+}
+
+/** DenyIfPublishedAfter: the instant of the freeze, and when this version was published (or that nothing says when). */
+function frozen(decision: Decision, facts: VersionFacts, rules: readonly RuleConfig[], subject: string, base: Omit<Explanation, 'message'>): Explanation {
+  const rule = decision.ruleIndex === undefined ? undefined : rules[decision.ruleIndex]
+  const at = rule?.rule === 'DenyIfPublishedAfter' ? rule.at : 'its instant'
+  const published = facts.publishedMs ?? facts.publishedAt?.getTime()
+  if (published === undefined || !Number.isFinite(published)) {
+    return { ...base, message: `${subject} has no publish time from the public registry, so it cannot be shown to predate the freeze at ${at}; denied by ${ruleName(decision)}` }
+  }
+  return { ...base, message: `${subject} was published ${new Date(published).toISOString()}, after the freeze at ${at}; denied by ${ruleName(decision)}. Pin a version published before it` }
 }

@@ -10,18 +10,26 @@
  * skipped-check warning is about an admitted public artifact, SPEC.md 6.2);
  * an artifact decision feeds both. The outage's recovery clears the
  * skipped-check record, so the next outage warns afresh.
+ *
+ * The rules and waivers in force can be swapped (`swap`, a reloaded policy
+ * document, issue 31): the evaluator is rebuilt and the generation moves,
+ * so no answer retained under the old policy is served after the swap and
+ * every worker rebuilds its evaluator on its next task. The advisory
+ * maximum age stays the boot one: it sizes the advisory consumer.
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
 import type { AdvisorySlot } from '../advisory/consumer/advisory-slot.js'
 import type { Clock } from '../clock.js'
 import type { Logger } from '../log/logger.js'
 import { maxAgeFor } from './advisory-max-age.js'
-import { generationKey, rulesDigest } from './generation-key.js'
+import { generationKey, rulesDigest, shortDigest } from './generation-key.js'
 import { AdvisoryOutage } from './advisory-outage.js'
 import type { AdvisoryObservation, Decision, Evaluator, RuleKind, VersionFacts } from './decision.js'
-import { createEvaluator } from './evaluator.js'
 import type { RuleConfig } from './rule-schema.js'
 import { SkippedCheckRecord } from './skipped-check-record.js'
+import { createPolicyEvaluator } from './waived-evaluator.js'
+import { WaiverAdmissions } from './waiver-admissions.js'
+import type { WaiverConfig } from './waivers.js'
 
 /** info, once per mount at boot (SPEC.md 8): the advisory push maximum age, with its origin. */
 export const ADVISORY_MAX_AGE_MESSAGE = 'advisory database maximum age'
@@ -36,13 +44,15 @@ export interface PolicyGateOptions {
   readonly generation: number
   readonly ecosystem: Ecosystem
   readonly rules: readonly RuleConfig[]
+  /** Every waiver of the policy document; the worker keeps this mount's. */
+  readonly waivers: readonly WaiverConfig[]
   readonly maxAgeSeconds: number
   readonly advisory: { readonly shared: SharedArrayBuffer; readonly publishedAt: number | undefined } | undefined
 }
 
 /** A listing's decisions, as a packument or a project page reports them. */
 export interface ListingObservations {
-  readonly observations: readonly { readonly decision: Decision }[]
+  readonly observations: readonly { readonly version?: string; readonly decision: Decision }[]
   /** Advisory rules that consulted the database successfully while rendering the listing. */
   readonly advisoryAnswered: readonly RuleKind[]
 }
@@ -50,6 +60,8 @@ export interface ListingObservations {
 export interface MountPolicyOptions {
   readonly ecosystem: Ecosystem
   readonly rules: readonly RuleConfig[]
+  /** The policy document's waivers (engine/policy/waivers.ts); default none. */
+  readonly waivers?: readonly WaiverConfig[]
   /** `advisories.maxAgeSeconds`: positive is a pin; 0 or unset derives it from the rules (SPEC.md 8). */
   readonly configuredMaxAgeSeconds: number | undefined
   /** The mount's serving advisory database, filled by the advisory consumer. */
@@ -62,59 +74,94 @@ export interface MountPolicy {
   readonly slot: AdvisorySlot
   /** The advisory push maximum age of this mount (SPEC.md 8). */
   readonly maxAgeSeconds: number
-  /** The main thread's evaluator (artifact decisions); workers build their own from `gateOptions`. */
+  /** The main thread's evaluator of the policy in force (artifact decisions); workers build their own from `gateOptions`. */
   readonly evaluator: Evaluator
-  /** Moves on every database swap: the workers' evaluators are keyed by it (a count of this process's swaps). */
+  /** The rules in force, for the refusal sentences (engine/policy/explain.ts). */
+  readonly rules: () => readonly RuleConfig[]
+  /** Moves on every database swap and policy swap: the workers' evaluators are keyed by it (a count of this process's swaps). */
   readonly generation: () => number
   /**
    * The rules-and-database generation as every replica computes it, across
-   * restarts (generation-key.ts): what retained answers are keyed by.
+   * restarts (generation-key.ts): what retained answers are keyed by. It
+   * digests the rules and waivers in force, so a policy swap moves it too.
    */
   readonly generationKey: () => string
+  /** Puts new rules and waivers in force; the caller has validated them (ruleProblems, waiverProblems). */
+  readonly swap: (rules: readonly RuleConfig[], waivers: readonly WaiverConfig[]) => void
+  /** Admissions through a waiver so far (`service.policy.waiver.admissions`). */
+  readonly waiverAdmissions: () => number
   readonly gateOptions: () => PolicyGateOptions
-  /** A listing's decisions: outage tracking only. */
-  readonly observe: (outcome: ListingObservations) => void
+  /** A listing's decisions of `packageName`: outage tracking and the waiver admissions. */
+  readonly observe: (outcome: ListingObservations, packageName: string) => void
   /** One public artifact decision: outage tracking and the skipped-check warning (SPEC.md 3.3, 6.2). */
   readonly observeDecision: (facts: VersionFacts, decision: Decision) => void
 }
 
 export function mountPolicy(options: MountPolicyOptions): MountPolicy {
-  const { ecosystem, rules, slot, logger, clock } = options
-  const maxAge = maxAgeFor(rules, options.configuredMaxAgeSeconds)
+  const { ecosystem, slot, logger, clock } = options
+  const maxAge = maxAgeFor(options.rules, options.configuredMaxAgeSeconds)
   logger.info(ADVISORY_MAX_AGE_MESSAGE, { ecosystem, seconds: maxAge.seconds, origin: maxAge.origin })
   const skipped = new SkippedCheckRecord({ ecosystem, logger })
+  const waived = new WaiverAdmissions(ecosystem, logger)
   const outage = new AdvisoryOutage({ ecosystem, logger, clock, onRecovered: () => skipped.clear() })
-  const evaluator = createEvaluator(rules, { ecosystem, database: () => slot.database(), clock, maxAgeSeconds: maxAge.seconds })
-  const digest = rulesDigest(rules)
-  // Computed once per swap: every listing request reads it.
+  const context = { ecosystem, database: () => slot.database(), clock, maxAgeSeconds: maxAge.seconds }
+  let rules = options.rules
+  let waivers = options.waivers ?? []
+  let evaluator = createPolicyEvaluator(rules, waivers, context)
+  const policyDigest = (): string => (waivers.length === 0 ? rulesDigest(rules) : shortDigest({ rules, waivers }))
+  let digest = policyDigest()
+  // One number for both causes of change: it moves when the serving database or the policy does.
+  let generation = 0
+  let slotGeneration = slot.generation
+  const currentGeneration = (): number => {
+    if (slot.generation !== slotGeneration) {
+      slotGeneration = slot.generation
+      generation++
+    }
+    return generation
+  }
+  // Computed once per change: every listing request reads it.
   let keyed = { generation: -1, key: '' }
   return {
     slot,
     maxAgeSeconds: maxAge.seconds,
-    evaluator,
-    generation: () => slot.generation,
+    get evaluator() { return evaluator },
+    rules: () => rules,
+    generation: currentGeneration,
     generationKey: () => {
-      if (keyed.generation !== slot.generation) {
+      const now = currentGeneration()
+      if (keyed.generation !== now) {
         const serving = slot.serving
-        keyed = { generation: slot.generation, key: generationKey({ rulesDigest: digest, advisory: serving === undefined ? undefined : { etag: serving.etag, publishedAt: serving.publishedAt } }) }
+        keyed = { generation: now, key: generationKey({ rulesDigest: digest, advisory: serving === undefined ? undefined : { etag: serving.etag, publishedAt: serving.publishedAt } }) }
       }
       return keyed.key
     },
+    swap: (nextRules, nextWaivers) => {
+      evaluator = createPolicyEvaluator(nextRules, nextWaivers, context)
+      rules = nextRules
+      waivers = nextWaivers
+      digest = policyDigest()
+      generation++
+    },
+    waiverAdmissions: () => waived.count,
     observeDecision: (facts, decision) => {
       if (decision.advisory.length > 0) outage.observe(decision.advisory)
       skipped.admitted(facts, decision)
+      waived.observe(facts.name, facts.version, decision)
     },
     gateOptions: () => {
       const serving = slot.serving
       return {
-        generation: slot.generation,
+        generation: currentGeneration(),
         ecosystem,
         rules,
+        waivers,
         maxAgeSeconds: maxAge.seconds,
         advisory: serving === undefined ? undefined : { shared: serving.shared, publishedAt: serving.publishedAt?.getTime() },
       }
     },
-    observe: (outcome) => {
+    observe: (outcome, packageName) => {
+      for (const { version, decision } of outcome.observations) if (version !== undefined) waived.observe(packageName, version, decision)
       // One failing rule anywhere in the listing keeps the outage; a listing whose advisory rules all answered ends it.
       const failing: AdvisoryObservation[] = []
       for (const { decision } of outcome.observations) for (const o of decision.advisory) if (o.cause !== undefined) failing.push(o)

@@ -108,6 +108,22 @@ export const DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA = Type.Object({
   packages: Type.Optional(PACKAGES_SCHEMA),
 }, closed)
 
+/**
+ * `DenyIfPublishedAfter`: the freeze; denies a version published upstream
+ * after the instant `at` (engine/policy/deny-if-published-after.ts).
+ */
+export const DENY_IF_PUBLISHED_AFTER_SCHEMA = Type.Object({
+  rule: Type.Literal('DenyIfPublishedAfter'),
+  /**
+   * RFC 3339 with an offset. Checked by `ruleProblems` and the config loader
+   * (engine/policy/instant.ts), not by a schema pattern, so a refusal says
+   * what an instant looks like rather than quoting a regular expression.
+   */
+  at: Type.String({ minLength: 1, description: 'RFC 3339 instant with an offset, e.g. 2026-03-01T12:00:00Z' }),
+  appliesTo: Type.Optional(APPLIES_TO_SCHEMA),
+  packages: Type.Optional(PACKAGES_SCHEMA),
+}, closed)
+
 export const RULE_SCHEMAS = {
   DenyIdentity: DENY_IDENTITY_SCHEMA,
   DenyIfCve: DENY_IF_CVE_SCHEMA,
@@ -116,6 +132,7 @@ export const RULE_SCHEMAS = {
   AllowIfOlderThan: ALLOW_IF_OLDER_THAN_SCHEMA,
   DenyIfTrustDowngrade: DENY_IF_TRUST_DOWNGRADE_SCHEMA,
   DenyIfInstallScriptAdded: DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA,
+  DenyIfPublishedAfter: DENY_IF_PUBLISHED_AFTER_SCHEMA,
 } as const satisfies Record<RuleKind, unknown>
 
 /** One rule list entry: a union discriminated on `rule`. */
@@ -127,6 +144,7 @@ export const RULE_SCHEMA = Type.Union([
   ALLOW_IF_OLDER_THAN_SCHEMA,
   DENY_IF_TRUST_DOWNGRADE_SCHEMA,
   DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA,
+  DENY_IF_PUBLISHED_AFTER_SCHEMA,
 ])
 
 /** A mount's `rules:` list. Empty is allowed: every public version is then denied by default. */
@@ -139,4 +157,5 @@ export type AllowIfRemediatesCveConfig = Static<typeof ALLOW_IF_REMEDIATES_CVE_S
 export type AllowIfOlderThanConfig = Static<typeof ALLOW_IF_OLDER_THAN_SCHEMA>
 export type DenyIfTrustDowngradeConfig = Static<typeof DENY_IF_TRUST_DOWNGRADE_SCHEMA>
 export type DenyIfInstallScriptAddedConfig = Static<typeof DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA>
+export type DenyIfPublishedAfterConfig = Static<typeof DENY_IF_PUBLISHED_AFTER_SCHEMA>
 export type RuleConfig = Static<typeof RULE_SCHEMA>

@@ -11,9 +11,9 @@
  * comes here (SPEC.md 6.2).
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
-import { ServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
 import type { Decision, VersionFacts } from './decision.js'
+import { OnceRecord } from './once-record.js'
 
 export const ADMITTED_WITH_SKIPPED_CHECK_MESSAGE = 'admitted with a check skipped for unavailability'
 
@@ -29,16 +29,12 @@ export interface SkippedCheckRecordOptions {
 export class SkippedCheckRecord {
   #ecosystem: Ecosystem
   #logger: Logger
-  #capacity: number
-  /** Insertion-ordered: the first key is the oldest identity. */
-  #seen = new Set<string>()
+  #seen: OnceRecord
 
   constructor(options: SkippedCheckRecordOptions) {
-    const capacity = options.capacity ?? SKIPPED_CHECK_RECORD_CAPACITY
-    if (!Number.isInteger(capacity) || capacity < 1) throw new ServiceError('CONFIG_INVALID', { message: `capacity must be a positive integer, got ${capacity}` })
+    this.#seen = new OnceRecord(options.capacity ?? SKIPPED_CHECK_RECORD_CAPACITY)
     this.#ecosystem = options.ecosystem
     this.#logger = options.logger
-    this.#capacity = capacity
   }
 
   get size(): number { return this.#seen.size }
@@ -53,13 +49,7 @@ export class SkippedCheckRecord {
     const rules = [...new Set(decision.skipped.map((s) => s.rule))].sort()
     const causes = [...new Set(decision.skipped.map((s) => s.cause))].sort()
     // JSON keeps the parts apart whatever characters a name or version holds.
-    const key = JSON.stringify([facts.name, facts.version, rules])
-    if (this.#seen.has(key)) return false
-    this.#seen.add(key)
-    if (this.#seen.size > this.#capacity) {
-      const oldest = this.#seen.values().next().value
-      if (oldest !== undefined) this.#seen.delete(oldest)
-    }
+    if (!this.#seen.first(JSON.stringify([facts.name, facts.version, rules]))) return false
     this.#logger.warn(ADMITTED_WITH_SKIPPED_CHECK_MESSAGE, {
       ecosystem: this.#ecosystem,
       package: facts.name,

@@ -129,7 +129,8 @@ export function planProjectPage(input: ProjectPageInput): ProjectPagePlan | unde
   const observed = new Set<string>()
   const decide: DecideFile = (facts) => {
     const decision = input.decide(facts)
-    let reported = decision.skipped.length > 0
+    // A waiver's admission is reported too: the main thread logs and counts it (engine/policy/waiver-admissions.ts).
+    let reported = decision.skipped.length > 0 || decision.waiver !== undefined
     for (const o of decision.advisory) {
       if (o.cause === undefined) answered.add(o.rule)
       else reported = true

@@ -293,5 +293,24 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
       }
     },
   },
+  // The policy in force (issue 31): admissions through a waiver by mount, and policy document reloads by result.
+  {
+    name: 'service.policy.waiver.admissions', kind: 'counter', unit: '{decision}',
+    description: 'public versions admitted by a waiver rather than the rules, by ecosystem',
+    read: (snapshot, observe) => {
+      for (const [ecosystem, count] of Object.entries(objectAt(part(snapshot, SNAPSHOT_KEYS.policy), 'waiverAdmissions') ?? {})) {
+        if (typeof count === 'number') observe(count, { ecosystem })
+      }
+    },
+  },
+  {
+    name: 'service.policy.reloads', kind: 'counter', unit: '{reload}',
+    description: 'policy document reads after boot, by result (applied, unchanged, refused)',
+    read: (snapshot, observe) => {
+      const reloads = objectAt(part(snapshot, SNAPSHOT_KEYS.policy), 'reloads')
+      if (reloads === undefined) return
+      for (const result of ['applied', 'unchanged', 'refused']) observe(numberAt(reloads, result) ?? 0, { result })
+    },
+  },
   labelled('service.pypi.files', '{file}', 'py project page files dropped, refused for lack of an upload time, or colliding with a private file of another digest, by outcome', SNAPSHOT_KEYS.pypiFiles, 'outcome'),
 ])

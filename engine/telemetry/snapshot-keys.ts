@@ -51,6 +51,8 @@ export const SNAPSHOT_KEYS = Object.freeze({
   pilot: 'service.pilot',
   /** engine/dredger/dredger-counters.ts. */
   dredgerRemovals: 'service.dredger.removals',
+  /** The policy in force (issue 31): `{ waiverAdmissions: { <ecosystem>: n }, reloads?: { <result>: n } }`. */
+  policy: 'service.policy',
 } as const)
 
 export type SnapshotKey = (typeof SNAPSHOT_KEYS)[keyof typeof SNAPSHOT_KEYS]

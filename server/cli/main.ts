@@ -24,8 +24,11 @@ import { startMirror } from '../roles/mirror.js'
 import { runDredgerDryRun, startDredger } from '../roles/dredger.js'
 import type { RoleContext, RunningRole } from '../roles/role-context.js'
 import { parseArgs, USAGE, type Command, type Role } from './args.js'
+import { runPolicyCheck } from './policy-check.js'
 
 export const ROLE_UNAVAILABLE = ERROR_TABLE.ROLE_UNAVAILABLE.message
+/** info: SIGHUP reached a role that reads no policy document (neither `policy.file` nor `policy.store`). */
+export const POLICY_RELOAD_NOTHING = 'policy reload: this role reads no policy document'
 
 /** Roles this build can run; the others refuse at boot with exit 2 (SPEC.md 7.2). */
 const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<RunningRole>>> = {
@@ -77,6 +80,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     return bootAbort(`${command.message}\n${USAGE}`)
   }
 
+  if (command.kind === 'policy-check') {
+    process.exitCode = await runPolicyCheck(command.file, command.json, { out: process.stdout, err: process.stderr, now: systemClock.now() })
+    return
+  }
+
   const loaded = loadConfig({ configPath: command.configPath, env })
   if (command.kind === 'check-config') {
     process.exitCode = await runCheckConfig(loaded, { json: command.json, out: process.stdout, err: process.stderr, env })
@@ -117,8 +125,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const exit = exitWith(logger)
   process.on('uncaughtException', (error) => exit(EXIT.ABNORMAL, `uncaught exception: ${error.stack ?? String(error)}`))
   process.on('unhandledRejection', (error) => exit(EXIT.ABNORMAL, `unhandled rejection: ${(error as Error)?.stack ?? String(error)}`))
-  // The launcher holds the IPC channel; if it dies, nothing supervises us: stop.
+  // The launcher holds the IPC channel; if it dies, nothing supervises us: stop (run-role.ts wired the same before the log existed).
+  process.removeAllListeners('disconnect')
   process.on('disconnect', () => exit(EXIT.CANCELLED))
+  if (process.send !== undefined && !process.connected) exit(EXIT.CANCELLED)
 
   const ctx: RoleContext = { config, logger, clock: systemClock, identity, build, trace }
   if (once !== undefined) {
@@ -161,6 +171,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     exit,
   })
   shutdown.install()
+  // SIGHUP, passed on by the launcher: the role re-reads its policy source; a role without one says so and carries on.
+  process.on('SIGHUP', () => {
+    if (running.reloadPolicy === undefined) logger.info(POLICY_RELOAD_NOTHING, { signal: 'SIGHUP' })
+    else void running.reloadPolicy('sighup')
+  })
   armLocalHalt(exit)
 }
 

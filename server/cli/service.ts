@@ -14,10 +14,16 @@
  * `service: service exited: <detail>` line, exit 1; a kill from outside that
  * bypassed the graceful path is exit 3.
  *
- * Signals: SIGTERM is forwarded. SIGINT is forwarded only when standard input
- * is not a terminal: on a terminal, Ctrl-C already reaches the service
- * through the process group, and forwarding it would count as a second
- * signal and skip the drain.
+ * Signals: the service process runs in a session (and process group) of its
+ * own, so only the launcher's forward ever reaches it. A signal sent to the
+ * launcher's whole group (`kill -TERM -<pgid>`, GNU timeout, systemd's
+ * default KillMode, Ctrl-C on a terminal) would otherwise reach the service
+ * twice, directly and forwarded, and the second would count as a second
+ * signal: exit 3 with no drain (SPEC.md 3.1). SIGTERM and SIGINT are
+ * forwarded as they come; SIGHUP is passed on as SIGHUP, which re-reads the
+ * policy (engine/policy/live-policy.ts) instead of stopping. The service
+ * still stops when the launcher is lost: it exits on the loss of the IPC
+ * channel (server/cli/run-role.ts).
  *
  * `check-config` and `--help` run in this process: they start no role.
  */
@@ -51,6 +57,8 @@ async function launch(argv: readonly string[]): Promise<void> {
   const entry = fileURLToPath(new URL('./run-role.js', import.meta.url))
   const child = spawn(process.execPath, [...flags, entry, ...argv], {
     stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
+    // A session of its own: a signal to the launcher's process group reaches the service once, through `forward`.
+    detached: true,
     env: { ...process.env, GLIBC_TUNABLES: mallocTunables(process.env['GLIBC_TUNABLES']) },
   })
 
@@ -64,8 +72,8 @@ async function launch(argv: readonly string[]): Promise<void> {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal)
   }
   process.on('SIGTERM', () => forward('SIGTERM'))
-  process.on('SIGINT', () => { if (process.stdin.isTTY !== true) forward('SIGINT') })
-  process.on('SIGHUP', () => forward('SIGTERM'))
+  process.on('SIGINT', () => forward('SIGINT'))
+  process.on('SIGHUP', () => forward('SIGHUP'))
 
   child.on('exit', (code, signal) => {
     const outcome = childOutcome(code, signal, tail)

@@ -52,7 +52,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     clock,
     generation: answerGeneration(o, policy),
     observe: (outcome, packageName) => {
-      policy.observe(outcome)
+      policy.observe(outcome, packageName)
       if (outcome.counts.dropped > 0) dropped.record(packageName, outcome.dropped, outcome.counts.dropped)
     },
     compress: (body, coding, signal) => runCompressTask(o.pool, body, coding, signal),
@@ -103,7 +103,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     selectVersion,
     evaluate,
     observe: policy.observeDecision,
-    rules: mount.rules,
+    rules: policy.rules,
     integrityFloor: mount.integrityFloor,
     enqueue: o.enqueue,
     logger,
@@ -112,7 +112,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     // The edge token is this proxy's own: never forwarded to the private upstream (server/http/edge-auth.ts).
     forwardClientCredential: config.server.edgeTokens.length === 0,
   })
-  const signatures = createSignatureHandlers({ publicClient, gate, selectVersion, evaluate, observe: policy.observeDecision, rules: mount.rules, clock })
+  const signatures = createSignatureHandlers({ publicClient, gate, selectVersion, evaluate, observe: policy.observeDecision, rules: policy.rules, clock })
 
   // The publish relay (SPEC.md 4.3); without a target the mount answers 405.
   const publish = mount.publish
@@ -130,7 +130,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     handlers: {
       packument: createPackumentHandler({ service, gate, logger, origin: o.origin }),
       artifact,
-      why: createWhyHandler({ selectVersion, evaluate, rules: mount.rules, clock }),
+      why: createWhyHandler({ selectVersion, evaluate, rules: policy.rules, clock }),
       // npm audit from the serving database alone (issue 17 item 3); names in the publish scopes are first-party and answer nothing.
       auditBulk: createBulkAuditHandler({ database: () => policy.slot.database(), maxAgeSeconds: policy.maxAgeSeconds, isPrivate: ownsName(ownedScopes), gate, clock, logger }),
       signingKeys: signatures.signingKeys,

@@ -12,7 +12,7 @@ import { Piscina } from 'piscina'
 import { AdvisorySlot } from '../../engine/advisory/consumer/advisory-slot.js'
 import { CacheBudget } from '../../engine/cache/cache-budget.js'
 import { combinedSnapshot, type MetadataCacheSnapshot } from '../../engine/cache/metadata-cache.js'
-import type { Config } from '../../engine/config/config.js'
+import type { Config, MountConfig } from '../../engine/config/config.js'
 import { MOUNT_KEYS, type MountKey } from '../../engine/config/schema.js'
 import type { Logger } from '../../engine/log/logger.js'
 import { memoryInUseReader } from '../../engine/memory/cgroup.js'
@@ -22,7 +22,7 @@ import { BudgetSampler } from '../../engine/memory/sampler.js'
 import { ThreadHeapBoard } from '../../engine/memory/thread-heaps.js'
 import { v8Limits, type V8Limits } from '../../engine/memory/v8-limits.js'
 import { needsAdvisoryDatabase } from '../../engine/policy/advisory-max-age.js'
-import { mountPolicy } from '../../engine/policy/mount-policy.js'
+import { mountPolicy, type MountPolicy } from '../../engine/policy/mount-policy.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 import { readSnapshot, SNAPSHOT_KEYS, type SnapshotReaders } from '../../engine/telemetry/snapshot-keys.js'
 import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
@@ -40,6 +40,7 @@ import { mountProbes } from '../routes/probes.js'
 import { attachAdvisoryConsumers, readsAdvisories } from './advisory-wiring.js'
 import { attachEnqueueBuffer } from './enqueue-wiring.js'
 import { attachJsMount } from './js-wiring.js'
+import { bootPolicy, PolicyReloader, withPolicyRules } from './policy-reloader.js'
 import { attachMirrorWorker, type MirrorMountSource } from './mirror.js'
 import { openMirrorQueue } from './mirror-queue.js'
 import { packageInvalidation, type ProcessParts } from './mount-wiring.js'
@@ -58,7 +59,10 @@ const CACHE_MAX_ENTRIES = 50_000
 const ATTACH = { js: attachJsMount, py: attachPyMount } as const
 
 export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
-  const { config, logger, clock } = ctx
+  const { logger, clock } = ctx
+  // The policy document's rules stand in for the configured ones from the first line (issue 31); unreadable or invalid: exit 2.
+  const boot = await bootPolicy(ctx.config, clock, logger)
+  const config = withPolicyRules(ctx.config, boot)
   const drainMs = config.server.shutdownDrainTimeout * 1000
   const plan = await planFor(config)
   logPlan(plan, logger)
@@ -109,14 +113,16 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   snapshots[SNAPSHOT_KEYS.artifactReadBuffers] = () => parts.upstreams.largeReadBuffers.snapshot()
   const clients: { close(): Promise<void> }[] = []
   const slots = new Map<MountKey, AdvisorySlot>()
+  const policies = new Map<MountKey, { policy: MountPolicy; configured: MountConfig['rules'] }>()
   const mirrorSources: MirrorMountSource[] = []
   const invalidations: Partial<Record<MountKey, (packageName: string) => Promise<void>>> = {}
   for (const key of MOUNT_KEYS) {
     const mount = config.mounts[key]
     if (mount === undefined) continue
     readiness.addMount(key, needsAdvisoryDatabase(mount.rules))
-    const policy = mountPolicy({ ecosystem: key, rules: mount.rules, configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock })
+    const policy = mountPolicy({ ecosystem: key, rules: mount.rules, waivers: boot?.document.waivers ?? [], configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock })
     slots.set(key, policy.slot)
+    policies.set(key, { policy, configured: ctx.config.mounts[key]?.rules ?? mount.rules })
     const attached = ATTACH[key]({ ...parts, mount, policy, enqueue: mount.mirror === undefined ? undefined : enqueueBuffer?.enqueue })
     caches.push(attached.cache)
     invalidations[key] = packageInvalidation(attached.cache, key, logger)
@@ -125,6 +131,12 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     if (mount.mirror !== undefined && attached.publicClient !== undefined) mirrorSources.push({ mount, source: attached.publicClient, retained: attached.retained })
   }
   mountFallback(door)
+  const reloader = boot === undefined ? undefined : new PolicyReloader({ boot, mounts: policies, pollSeconds: config.policy.pollSeconds, logger, clock })
+  reloader?.start()
+  snapshots[SNAPSHOT_KEYS.policy] = () => ({
+    waiverAdmissions: Object.fromEntries([...policies].map(([key, { policy }]) => [key, policy.waiverAdmissions()])),
+    ...(reloader === undefined ? {} : { reloads: reloader.counts }),
+  })
   // Embedded queue: this process owns its folder, so it runs the worker too, for every mount with a mirror target (SQS: `service mirror` does).
   const mirrorWorker = embedded === undefined || mirrorSources.length === 0 ? undefined
     : await attachMirrorWorker({ config, logger, clock, queue: embedded, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate, invalidations })
@@ -147,7 +159,9 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     readiness,
     liveness,
     quiesce: () => { void mirrorWorker?.stop(drainMs) },
+    ...(reloader === undefined ? {} : { reloadPolicy: (trigger: 'sighup' | 'poll') => reloader.reload(trigger) }),
     release: async () => {
+      reloader?.stop()
       sampler.stop()
       await advisories?.stop()
       // One drain bound for both, not one after the other (the worker has been stopping since the drain began).

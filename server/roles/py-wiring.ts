@@ -99,7 +99,7 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
     clock,
     generation: answerGeneration(o, policy),
     observe: (outcome, project) => {
-      policy.observe(outcome)
+      policy.observe(outcome, project)
       record.record(project, outcome.counts, outcome.mismatches)
     },
     render: (job) => runPyPageTask(o.pool, {
@@ -153,7 +153,7 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
       ...(kind === 'file' ? {} : kind === 'metadata' ? metadataRelayDeps : { anomalousType: () => false }),
       evaluate: (facts) => policy.evaluator.evaluate(facts, 'admission'),
       observe: policy.observeDecision,
-      rules: mount.rules,
+      rules: policy.rules,
       integrityFloor: mount.integrityFloor,
       // Serve-then-enqueue for distribution files only; their `.metadata` and provenance are fetched by the worker itself.
       enqueue: kind === 'file' ? o.enqueue : undefined,

@@ -27,6 +27,13 @@ export interface RunningRole {
   quiesce?(): void
   /** Releases dispatchers, pools and queues after the drain (STYLE.md rule 11). */
   release(): Promise<void>
+  /**
+   * Re-reads the role's policy document (`policy.file`, or a poll of the
+   * store's object now), on SIGHUP; absent when the role reads none. Never
+   * throws: a refused document is logged and counted, and the policy in
+   * force stays.
+   */
+  reloadPolicy?(trigger: 'sighup' | 'poll'): Promise<void>
   /** The role's counters and gauges now (SPEC.md 6.3 names), for telemetry and tests. */
   metrics(): Readonly<Record<string, unknown>>
 }

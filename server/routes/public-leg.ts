@@ -63,8 +63,8 @@ export interface PublicLegDeps extends ArtifactReporting {
   selectVersion(packageName: string, filename: string, signal: AbortSignal): Promise<SelectedArtifact | undefined>
   /** The mount's admission-phase gate (main thread). */
   evaluate(facts: VersionFacts): Decision
-  /** The mount's rule list, for refusals that explain themselves; without it a deny says only 'withheld by policy'. */
-  rules?: readonly RuleConfig[]
+  /** The mount's rules in force (a reload swaps them), for refusals that explain themselves; without it a deny says only 'withheld by policy'. */
+  rules?: () => readonly RuleConfig[]
   /** Feeds the advisory outage tracker and the skipped-check record (SPEC.md 3.3, 6.2); call it for every public decision. */
   observe(facts: VersionFacts, decision: Decision): void
   integrityFloor: IntegrityAlgorithm
@@ -135,7 +135,7 @@ async function admittedArtifact(deps: PublicLegDeps, exchange: Exchange, name: s
   const facts: VersionFacts = { ...selected.history, ecosystem: deps.ecosystem, name, version: selected.version, publishedAt: selected.publishedAt }
   const decision = deps.evaluate(facts)
   deps.observe(facts, decision)
-  const refusal = refusalOf(decision, deps.rules === undefined ? undefined : explainRefusal(decision, facts, deps.rules, (deps.clock ?? systemClock).now()))
+  const refusal = refusalOf(decision, deps.rules === undefined ? undefined : explainRefusal(decision, facts, deps.rules(), (deps.clock ?? systemClock).now()))
   if (refusal !== undefined) {
     refuse(deps, exchange, refusal, name, selected.version)
     return undefined

@@ -47,7 +47,7 @@ export interface SignatureRouteDeps {
   readonly selectVersion: (packageName: string, filename: string, signal: AbortSignal) => Promise<SelectedArtifact | undefined>
   readonly evaluate: (facts: VersionFacts) => Decision
   readonly observe: (facts: VersionFacts, decision: Decision) => void
-  readonly rules: readonly RuleConfig[]
+  readonly rules: () => readonly RuleConfig[]
   readonly clock: Clock
 }
 
@@ -133,7 +133,7 @@ export function createSignatureHandlers(deps: SignatureRouteDeps): {
       const facts: VersionFacts = { ...selected.history, ecosystem: 'js', name, version, publishedAt: selected.publishedAt }
       const decision = deps.evaluate(facts)
       deps.observe(facts, decision)
-      const refusal = refusalOf(decision, explainRefusal(decision, facts, deps.rules, deps.clock.now()))
+      const refusal = refusalOf(decision, explainRefusal(decision, facts, deps.rules(), deps.clock.now()))
       if (refusal !== undefined) {
         ex.respondError(refusal, { head })
         return

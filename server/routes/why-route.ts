@@ -14,7 +14,7 @@
  */
 import { isServiceError, ServiceError, toServiceError } from '../../engine/errors.js'
 import { validatePackageName } from '../../engine/npm/names.js'
-import type { Decision, HistoryFacts, VersionFacts } from '../../engine/policy/decision.js'
+import type { Decision, HistoryFacts, VersionFacts, WaiverRef } from '../../engine/policy/decision.js'
 import { explainRefusal } from '../../engine/policy/explain.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import type { Clock } from '../../engine/clock.js'
@@ -24,7 +24,8 @@ import type { SelectedArtifact } from './artifact-route.js'
 export interface WhyRouteDeps {
   readonly selectVersion: (packageName: string, filename: string, signal: AbortSignal) => Promise<SelectedArtifact | undefined>
   readonly evaluate: (facts: VersionFacts) => Decision
-  readonly rules: readonly RuleConfig[]
+  /** The rules in force (a reload swaps them), for the refusal sentence. */
+  readonly rules: () => readonly RuleConfig[]
   readonly clock: Clock
 }
 
@@ -45,6 +46,11 @@ function historyFields(history: HistoryFacts | undefined): Record<string, unknow
     fields['installScriptAddedAfter'] = history.scriptAddedAfter ?? null
   }
   return fields
+}
+
+/** The why sentence of a version a waiver admitted: who, why, until when. */
+function waivedMessage(subject: string, waiver: WaiverRef): string {
+  return `${subject} is admitted by a waiver for ${waiver.package}@${waiver.versions} granted by ${waiver.by} until ${waiver.expires}${waiver.overrideMalware ? ', overriding malware records' : ''}: ${waiver.reason}`
 }
 
 const TRUST_NAMES = ['none', 'provenance', 'trustedPublisher'] as const
@@ -84,7 +90,7 @@ export function createWhyHandler(deps: WhyRouteDeps): (ex: Exchange, pkg: string
     // The same facts the artifact route gates on, history included (DenyIfTrustDowngrade, DenyIfInstallScriptAdded).
     const facts: VersionFacts = { ...selected.history, ecosystem: 'js', name, version, publishedAt: selected.publishedAt }
     const decision = deps.evaluate(facts)
-    const explained = explainRefusal(decision, facts, deps.rules, deps.clock.now())
+    const explained = explainRefusal(decision, facts, deps.rules(), deps.clock.now())
     ex.respondJson(200, {
       package: name,
       version,
@@ -98,7 +104,9 @@ export function createWhyHandler(deps: WhyRouteDeps): (ex: Exchange, pkg: string
       publishedAt: selected.publishedAt?.toISOString() ?? null,
       admittedFrom: explained?.admittedFrom ?? null,
       ...historyFields(selected.history),
-      message: explained?.message ?? `${name}@${version} is admitted by ${decision.rule ?? 'a rule'}${decision.ruleIndex === undefined ? '' : ` (rule ${decision.ruleIndex + 1})`}${decision.evidence.length > 0 ? `: ${decision.evidence.join(', ')}` : ''}`,
+      // The waiver that admitted it (issue 31 item 2), as written; null when the rules decided.
+      waiver: decision.waiver ?? null,
+      message: explained?.message ?? (decision.waiver !== undefined ? waivedMessage(`${name}@${version}`, decision.waiver) : undefined) ?? `${name}@${version} is admitted by ${decision.rule ?? 'a rule'}${decision.ruleIndex === undefined ? '' : ` (rule ${decision.ruleIndex + 1})`}${decision.evidence.length > 0 ? `: ${decision.evidence.join(', ')}` : ''}`,
     }, { head })
   }
 }

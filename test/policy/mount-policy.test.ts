@@ -38,7 +38,7 @@ function setup(rules: readonly RuleConfig[], ecosystem: Ecosystem = 'js', config
 
 /** A listing's report with one decision per given observation list (the shape packuments and project pages share). */
 function listing(policy: MountPolicy, decisions: readonly Decision[], answered: readonly RuleKind[] = []): void {
-  policy.observe({ observations: decisions.map((decision) => ({ decision })), advisoryAnswered: answered })
+  policy.observe({ observations: decisions.map((decision) => ({ decision })), advisoryAnswered: answered }, 'listed')
 }
 
 t.test('the boot line names the maximum age and its origin, once per mount (SPEC.md 8)', async (t) => {

@@ -141,3 +141,24 @@ t.test('the service process starts with the mmap threshold held fixed; an operat
   t.equal(await seenBy({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }), 'glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=131072')
   t.equal(await seenBy({ GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=65536' }), 'glibc.malloc.mmap_threshold=65536')
 })
+
+t.test('a signal to the launcher\'s whole process group drains once: exit 0, no second signal (kill -TERM -<pgid>, timeout, systemd)', async (t) => {
+  const run = runService(t, ['proxy'], { ...OFFLINE, SERVICE_SERVER__PORT: '0', SERVICE_RUNTIME__CORES: '1' })
+  await run.waitForOutput('proxy listening', 120_000)
+  // runService starts the launcher in a group of its own whose id is its pid.
+  process.kill(-(run.child.pid as number), 'SIGTERM')
+  t.same(await run.exited, { code: 0, signal: null })
+  t.match(run.stdout(), /drain completed/)
+  t.notMatch(run.stdout(), /second signal/)
+  t.equal(run.stdout().split('\n').filter((l) => l.includes('drain started')).length, 1, 'one drain, started once')
+})
+
+t.test('SIGHUP is passed on and does not stop a role; a role without a policy document says so', async (t) => {
+  const run = runService(t, ['proxy'], { ...OFFLINE, SERVICE_SERVER__PORT: '0', SERVICE_RUNTIME__CORES: '1' })
+  await run.waitForOutput('proxy listening', 120_000)
+  process.kill(-(run.child.pid as number), 'SIGHUP')
+  await run.waitForOutput('policy reload: this role reads no policy document', 60_000)
+  t.equal(run.child.exitCode, null, 'still running')
+  run.child.kill('SIGTERM')
+  t.same(await run.exited, { code: 0, signal: null })
+})
