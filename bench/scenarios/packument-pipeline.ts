@@ -18,30 +18,17 @@ import { gunzipSync } from 'node:zlib'
 import { indexDocument, runPackumentPipeline, type PackumentRequest } from '../../engine/packument/pipeline.js'
 import { strongEtag } from '../../engine/packument/render.js'
 import { referenceMerge } from '../../engine/packument/reference.js'
-import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
+import type { VersionFacts } from '../../engine/policy/decision.js'
 import { createEvaluator } from '../../engine/policy/evaluator.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import { syntheticPackument } from '../fixtures/packument/synthetic-packument.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
 import { sharedDataPath } from '../peers/shared-data.js'
+import { nineInTenGate as decide } from '../fixtures/packument/nine-in-ten-gate.js'
 
 const FIXTURE = sharedDataPath('npm-packuments', 'raw', 'typescript.json.gz')
 const BASELINE = 'JSON.parse+rewrite+stringify'
 const CHUNK = 65536
-
-/** Admits nine versions in ten, reading the publish time as a quarantine rule would. */
-function decide(facts: VersionFacts): Decision {
-  const admitted = facts.publishedAt !== undefined && facts.version.charCodeAt(facts.version.length - 1) !== 0x39
-  return {
-    verdict: admitted ? 'admit' : 'deny',
-    rule: admitted ? 'AllowIfOlderThan' : undefined,
-    ruleIndex: admitted ? 0 : undefined,
-    reason: admitted ? 'quarantine' : 'default',
-    evidence: [],
-    skipped: [],
-    advisory: [],
-  }
-}
 
 /**
  * Best (least) milliseconds of each function, run alternately so that a

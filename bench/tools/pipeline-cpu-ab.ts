@@ -17,27 +17,14 @@ import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { gunzipSync } from 'node:zlib'
 import type { PackumentOutcome, PackumentRequest } from '../../engine/packument/pipeline.js'
-import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { repoRoot } from '../peers/repo-root.js'
 import { sharedDataPath } from '../peers/shared-data.js'
+import { nineInTenGate as decide } from '../fixtures/packument/nine-in-ten-gate.js'
 
 type Pipeline = (request: PackumentRequest, priv: Iterable<Uint8Array> | undefined, pub: Iterable<Uint8Array> | undefined) => PackumentOutcome
 
 const WARM_UP = 3
 const CHUNK = 65536
-
-function decide(facts: VersionFacts): Decision {
-  const admitted = facts.publishedAt !== undefined && facts.version.charCodeAt(facts.version.length - 1) !== 0x39
-  return {
-    verdict: admitted ? 'admit' : 'deny',
-    rule: admitted ? 'AllowIfOlderThan' : undefined,
-    ruleIndex: admitted ? 0 : undefined,
-    reason: admitted ? 'quarantine' : 'default',
-    evidence: [],
-    skipped: [],
-    advisory: [],
-  }
-}
 
 async function pipelineOf(folder: string): Promise<Pipeline> {
   const url = pathToFileURL(resolve(folder, 'dist', 'engine', 'packument', 'pipeline.js')).href
