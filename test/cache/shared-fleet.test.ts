@@ -87,7 +87,6 @@ function serviceEnv(peers: Peers, port: number, metricsPort: number, index: numb
     SERVICE_STORE__PATH: join(peers.dir, `store-${index}`),
     SERVICE_CACHE__BACKEND: 'redis',
     SERVICE_CACHE__URL: peers.redis.url,
-    SERVICE_CACHE__WARM_PATH: '',
     // Above the default 100 ms: on the shared 2-core test machine a command can wait that long for a CPU, and each one that
     // times out is, rightly, one more origin read (it counts refused). The killed-server case fails at once either way.
     SERVICE_CACHE__TIMEOUT_MS: '1000',

@@ -63,7 +63,8 @@ export function runService(t: Teardown, args: readonly string[], env: Record<str
     stdout: () => out,
     stderr: () => err,
     exited,
-    waitForOutput: (text, timeoutMs = 20_000) => new Promise<void>((resolve, reject) => {
+    // 60 s: a boot on a loaded 2-core CI machine (several service processes and peers at once) has taken more than 20 s.
+    waitForOutput: (text, timeoutMs = 60_000) => new Promise<void>((resolve, reject) => {
       if (out.includes(text)) return resolve()
       const timer = setTimeout(() => reject(new Error(`timed out waiting for "${text}"; stdout: ${out}; stderr: ${err}`)), timeoutMs)
       waiters.push({ text, resolve: () => { clearTimeout(timer); resolve() } })
