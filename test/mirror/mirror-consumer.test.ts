@@ -125,7 +125,7 @@ t.test('a refused job is not tried again when its message comes back: the dead-l
   const budget = await receiveBudget(queue, 10, new RecordingLogger(), queue.url)
   let runs = 0
   const worker: JobRunner = { process: async () => { runs++; return outcome('refused', 'leave') } }
-  const { counters, logger } = consumer(t, queue, worker, { maxReceiveCount: budget, visibilitySeconds: 1 })
+  const { counters, logger } = consumer(t, queue, worker, { maxReceiveCount: budget, visibilitySeconds: 2 })
   await queue.send(encodeMirrorJob(job('half-written')))
   let dead: Awaited<ReturnType<Queue['receive']>> = []
   await waitFor(async () => (dead = await deadLetter.receive({ max: 1, visibilitySeconds: 30 })).length === 1, 'the dead-letter queue holds the job')
@@ -168,7 +168,7 @@ t.test('without a redrive policy: a warning, and a job that cannot succeed is di
   t.match(boot.find(MIRROR_QUEUE_NO_REDRIVE), [{ level: 'warn' }])
   const receives: number[] = []
   const worker: JobRunner = { process: async () => { receives.push(1); return outcome('too_large', 'leave') } }
-  const { counters, logger } = consumer(t, queue, worker, { maxReceiveCount: budget, visibilitySeconds: 1 })
+  const { counters, logger } = consumer(t, queue, worker, { maxReceiveCount: budget, visibilitySeconds: 2 })
   await queue.send(encodeMirrorJob(job('big')))
   await waitFor(() => counters.get('discarded') === 1, 'the job was discarded')
   t.equal(receives.length, 2, 'run once per delivery, up to the budget')
@@ -184,7 +184,7 @@ t.test('with a redrive policy the budget is one above it: the dead-letter queue 
   const budget = await receiveBudget(queue, 10, new RecordingLogger(), queue.url)
   t.equal(budget, 3)
   const worker: JobRunner = { process: async () => outcome('publish_refused', 'leave') }
-  const { counters, logger } = consumer(t, queue, worker, { maxReceiveCount: budget, visibilitySeconds: 1 })
+  const { counters, logger } = consumer(t, queue, worker, { maxReceiveCount: budget, visibilitySeconds: 2 })
   await queue.send(encodeMirrorJob(job('refused')))
   let dead: Awaited<ReturnType<Queue['receive']>> = []
   await waitFor(async () => (dead = await deadLetter.receive({ max: 1, visibilitySeconds: 30 })).length === 1, 'the dead-letter queue holds the job')
