@@ -136,6 +136,8 @@ export interface FleetOptions {
   readonly mirrorConcurrency?: number
   /** `limits.mirrorTargetSlowMs` of each worker; default the product's (automatic). */
   readonly mirrorTargetSlowMs?: number
+  /** The proxies' `server.drainDelaySeconds` (lame-duck period); default 0, as test/helpers/service-process.ts sets it. */
+  readonly drainDelaySeconds?: number
 }
 
 export interface Fleet {
@@ -165,9 +167,10 @@ export interface Fleet {
   queueDepths(): Promise<{ visible: number, inFlight: number, deadLettered: number }>
 }
 
-function startProxy(t: Test, proxy: Omit<FleetProxy, 'run'>, awsEnv: Record<string, string>): ServiceRun {
+function startProxy(t: Test, proxy: Omit<FleetProxy, 'run'>, awsEnv: Record<string, string>, drainDelaySeconds: number): ServiceRun {
   return runService(t, ['proxy', '--config', proxy.configFile], {
     ...awsEnv,
+    SERVICE_SERVER__DRAIN_DELAY_SECONDS: String(drainDelaySeconds),
     OTEL_METRICS_EXPORTER: 'prometheus',
     OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1',
     OTEL_EXPORTER_PROMETHEUS_PORT: String(proxy.metricsPort),
@@ -227,7 +230,7 @@ export async function startFleet(t: Test, options: FleetOptions): Promise<Fleet>
     workerConfigs.push(configFile)
   }
 
-  for (const proxy of proxies) proxy.run = startProxy(t, proxy, awsEnv)
+  for (const proxy of proxies) proxy.run = startProxy(t, proxy, awsEnv, options.drainDelaySeconds ?? 0)
   const workers = workerConfigs.map((configFile) => runService(t, ['mirror', '--config', configFile], awsEnv))
   await Promise.all([
     ...proxies.map((proxy) => proxy.run.waitForOutput('proxy listening', BOOT_TIMEOUT_MS)),
@@ -247,7 +250,7 @@ export async function startFleet(t: Test, options: FleetOptions): Promise<Fleet>
     },
     async restartProxy(i) {
       const proxy = proxies[i] as FleetProxy
-      proxy.run = startProxy(t, proxy, awsEnv)
+      proxy.run = startProxy(t, proxy, awsEnv, options.drainDelaySeconds ?? 0)
       await proxy.run.waitForOutput('proxy listening', BOOT_TIMEOUT_MS)
     },
     mirroredByWorkers() {
