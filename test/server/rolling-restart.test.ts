@@ -4,8 +4,8 @@
  * ports, a scripted public upstream, one round-robin balancer in front that
  * drops a backend while its /readyz fails (test/peers/readiness-balancer.ts,
  * which says why not nginx), and clients that follow `Connection: close`
- * (undici Clients, no retries: six on kept-alive connections, reconnecting
- * after a closing answer, and two on a new connection per request).
+ * (test/helpers/closing-load.ts, no retries: six on kept-alive connections,
+ * reconnecting after a closing answer, and two on a new connection per request).
  *
  * Each proxy in turn gets SIGTERM and exits 0, then its replacement, on a
  * port of its own (a new pod address), joins the rotation before the next
@@ -30,8 +30,8 @@
  * (test/helpers/service-process.ts).
  */
 import t, { type Test } from 'tap'
-import { Client } from 'undici'
 import { makeTestCa, type TestCa } from '../../bench/peers/tls.js'
+import { startLoad, type LoadFigures } from '../helpers/closing-load.js'
 import { freePort } from '../helpers/ports.js'
 import { runService, type ServiceRun } from '../helpers/service-process.js'
 import { scriptRegistry, type FixtureVersion } from '../peers/fixture-registry.js'
@@ -56,15 +56,6 @@ const PATHS = PACKAGES.flatMap(({ name, version }) => [`/js/${name}`, `/js/${nam
 interface Proxy {
   readonly port: number
   readonly run: ServiceRun
-}
-
-interface LoadFigures {
-  sent: number
-  ok: number
-  failed: number
-  /** Answers that carried `Connection: close` (each one a reconnect). */
-  closing: number
-  readonly failures: string[]
 }
 
 interface RestartFigures extends LoadFigures {
@@ -92,50 +83,6 @@ async function startProxy(t: Test, ca: TestCa, upstream: MisbehavingUpstream, de
 }
 
 /**
- * Clients requesting PATHS in turn until `stop`, which resolves with what
- * they saw. None retries. A kept-alive client reconnects after an answer
- * with `Connection: close`; a fresh-connection client (undici's
- * `pipelining: 0`) opens a new connection for every request.
- */
-function startLoad(origin: string): { stop: () => Promise<LoadFigures> } {
-  const figures: LoadFigures = { sent: 0, ok: 0, failed: 0, closing: 0, failures: [] }
-  let stopping = false
-  const one = async (offset: number, keepAlive: boolean): Promise<void> => {
-    const client = new Client(origin, { keepAliveTimeout: 30_000, pipelining: keepAlive ? 1 : 0, headersTimeout: 30_000, bodyTimeout: 30_000 })
-    try {
-      for (let i = offset; !stopping; i++) {
-        const path = PATHS[i % PATHS.length] as string
-        figures.sent++
-        try {
-          const res = await client.request({ path, method: 'GET' })
-          const body = await res.body.arrayBuffer()
-          if (res.headers['connection'] === 'close') figures.closing++
-          if (res.statusCode === 200 && body.byteLength > 0) figures.ok++
-          else { figures.failed++; figures.failures.push(`${path}: status ${res.statusCode} ${Buffer.from(body).toString('utf8').slice(0, 120)}`) }
-        } catch (error) {
-          figures.failed++
-          figures.failures.push(`${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
-        }
-        await new Promise((resolve) => setTimeout(resolve, PAUSE_MS))
-      }
-    } finally {
-      await client.destroy()
-    }
-  }
-  const clients = [
-    ...Array.from({ length: KEPT_ALIVE_CLIENTS }, (_, i) => one(i, true)),
-    ...Array.from({ length: FRESH_CONNECTION_CLIENTS }, (_, i) => one(i, false)),
-  ]
-  return {
-    stop: async () => {
-      stopping = true
-      await Promise.all(clients)
-      return figures
-    },
-  }
-}
-
-/**
  * Restarts the first `replacements.length` proxies of `fleet` in turn under
  * load: SIGTERM, exit 0, then its replacement (booted, out of rotation) in
  * rotation before the next stops. The fleet's entries are replaced in place.
@@ -144,7 +91,7 @@ async function rollingRestart(t: Test, fleet: Proxy[], replacements: readonly Pr
   const before = balancer.counts
   const started = performance.now()
   const steps: string[] = []
-  const load = startLoad(origin)
+  const load = startLoad(origin, PATHS, { keptAliveClients: KEPT_ALIVE_CLIENTS, freshConnectionClients: FRESH_CONNECTION_CLIENTS, pauseMs: PAUSE_MS })
   let figures: LoadFigures
   try {
     // Every client has its kept-alive connection before the first stop.
