@@ -70,6 +70,8 @@ async function startProxy(t: Test, ca: TestCa, upstream: MisbehavingUpstream, de
   const run = runService(t, ['proxy'], {
     SERVICE_SERVER__PORT: String(port),
     SERVICE_SERVER__HOST: '127.0.0.1',
+    // Clients address the balancer, not this listener: its name is one the proxy answers as (docs/deploy.md).
+    SERVICE_SERVER__ALLOWED_HOSTS: '["127.0.0.1"]',
     SERVICE_SERVER__SHUTDOWN_DRAIN_TIMEOUT: '15',
     SERVICE_SERVER__DRAIN_DELAY_SECONDS: String(delaySeconds),
     SERVICE_RUNTIME__CORES: '1',
