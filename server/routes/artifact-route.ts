@@ -7,6 +7,9 @@
  * Two legs, in order: the private one (private-leg.ts: trusted, by the
  * requested file name), then, when it misses, the public one (public-leg.ts:
  * the selected version, gated). What either answers is artifact-answers.ts.
+ * The private leg is skipped for a file the mount knows the private side
+ * lacks (`publicSourced`, docs/cache.md "The private registry's misses"):
+ * the public leg gates it as it would after a private miss.
  * Neither leg's relay is charged to the memory gate; a public decision takes
  * the gate's entry step alone, in the mount's selection (SPEC.md 4.4a, 8.1).
  */
@@ -24,6 +27,13 @@ export type { SelectedArtifact } from './public-leg.js'
 export interface ArtifactRouteDeps extends PrivateLegDeps, PublicLegDeps {
   privateClient: UpstreamClient | undefined
   publicClient: UpstreamClient | undefined
+  /**
+   * True when the last listing of the package took this file's version from
+   * the public side (the private side lacked it) and nothing changed the
+   * package's private side since: the private leg is not asked. Absent:
+   * always asked.
+   */
+  publicSourced?(name: string, file: string): Promise<boolean>
   /** Checks the route's raw names and returns them decoded; throws a ServiceError. Default: npm's package and file name rules. */
   validate?(rawPackage: string, rawFilename: string): readonly [name: string, file: string]
 }
@@ -71,7 +81,8 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
       return
     }
     const options = openOptions(exchange, head)
-    if (deps.privateClient !== undefined && await privateLeg(deps, exchange, deps.privateClient, name, file, options)) return
+    const privateClient = deps.privateClient
+    if (privateClient !== undefined && !(await deps.publicSourced?.(name, file) ?? false) && await privateLeg(deps, exchange, privateClient, name, file, options)) return
     if (exchange.closed) return
     if (deps.publicClient === undefined) {
       exchange.respondError(noSuchArtifact(), { head })
