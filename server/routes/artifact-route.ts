@@ -19,7 +19,7 @@ import { AbortCue } from '../../engine/upstream/http1/request-abort.js'
 import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import type { Exchange } from '../http/exchange.js'
 import { noSuchArtifact, type RouteOpenOptions } from './artifact-answers.js'
-import { privateLeg, type PrivateLegDeps } from './private-leg.js'
+import { bearerOf, privateLeg, type PrivateLegDeps } from './private-leg.js'
 import { publicLeg, type PublicLegDeps } from './public-leg.js'
 
 export type { SelectedArtifact } from './public-leg.js'
@@ -31,7 +31,9 @@ export interface ArtifactRouteDeps extends PrivateLegDeps, PublicLegDeps {
    * True when the last listing of the package took this file's version from
    * the public side (the private side lacked it) and nothing changed the
    * package's private side since: the private leg is not asked. Absent:
-   * always asked.
+   * always asked. Never consulted when the request forwards the client's
+   * own credential: the private registry may show that client more than
+   * the listing (read with the private client's credential) saw.
    */
   publicSourced?(name: string, file: string): Promise<boolean>
   /** Checks the route's raw names and returns them decoded; throws a ServiceError. Default: npm's package and file name rules. */
@@ -82,7 +84,8 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
     }
     const options = openOptions(exchange, head)
     const privateClient = deps.privateClient
-    if (privateClient !== undefined && !(await deps.publicSourced?.(name, file) ?? false) && await privateLeg(deps, exchange, privateClient, name, file, options)) return
+    const skipPrivate = privateClient !== undefined && bearerOf(deps, exchange).bearer === undefined && (await deps.publicSourced?.(name, file) ?? false)
+    if (privateClient !== undefined && !skipPrivate && await privateLeg(deps, exchange, privateClient, name, file, options)) return
     if (exchange.closed) return
     if (deps.publicClient === undefined) {
       exchange.respondError(noSuchArtifact(), { head })

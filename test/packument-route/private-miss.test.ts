@@ -138,3 +138,23 @@ t.test('privateMissSeconds 0: every listing asks the private registry', async (t
   })
   t.same(lines, ['GET /also-public', 'GET /also-public'])
 })
+
+t.test('a request forwarding its own credential to the private registry always asks it', async (t) => {
+  const plain = await startTestProxy(t, {
+    document: {
+      cache: { privateMissSeconds: 300 },
+      mounts: { js: { upstreams: { private: { url: priv.url }, public: { url: pub.url, caFile: pub.caFile, allowInternalRanges: ['127.0.0.0/8'] } }, rules: [{ rule: 'AllowIfOlderThan', seconds: 0 }] } },
+    },
+  })
+  await publishFixture(pub, { name: 'own-credential', version: '1.0.0' })
+  t.equal((await plain.get('/js/own-credential')).status, 200)
+  const path = '/js/own-credential/-/own-credential-1.0.0.tgz'
+  const withCredential = await privateRequestsDuring(t, priv, 'own-credential', async () => {
+    t.equal((await plain.get(path, { authorization: 'Bearer a-client-credential' })).status, 200)
+  })
+  t.same(withCredential, [`GET /own-credential/-/own-credential-1.0.0.tgz`], 'the client\'s credential may see more than the listing did: asked')
+  const without = await privateRequestsDuring(t, priv, 'own-credential', async () => {
+    t.equal((await plain.get(path)).status, 200)
+  })
+  t.same(without, [], 'without one: skipped')
+})
