@@ -1,74 +1,35 @@
 /**
  * The full-document store (SPEC.md 6.3 `service.metadata_cache.requests`):
- * every upstream document read of a listing goes through it.
+ * every upstream document read of a listing is counted here. No document is
+ * retained (entries and bytes stay zero); each upstream read counts a miss.
  *
- * - Local backend: no document is retained (SPEC.md 6.3: entries and bytes
- *   stay zero); each upstream read counts a miss. It remembers one thing:
- *   that the private registry does not have a package (issue 29 item 2),
- *   for `cache.privateMissSeconds`, so the next read of that package does
- *   not ask it again; a use of that memory counts a hit.
- * - Shared backend: the upstream documents themselves, with their
- *   validators and when they were read, are shared by the tier. A document
- *   read within the fresh time (the answers' own, five minutes) is used as
- *   it is (a hit); an older one is revalidated with its validators, and a
- *   304 uses it again (a hit: no body read). So a new generation, the other
- *   form of a packument, or a revalidation that found one side changed,
- *   renders again without reading the unchanged documents. The private
- *   document, and the memory of its miss, sit in the package's group (a
- *   publish, a mirror success or a Dredger removal makes them unreachable);
- *   the public document sits in a group of its own that nothing but time
- *   invalidates (its validators say whether it changed).
+ * It remembers one thing (issue 29 item 2, docs/cache.md "The private
+ * registry's misses"): that the private registry does not have a package,
+ * for `cache.privateMissSeconds`, so the next listing of that package does
+ * not ask it again; each use of that memory counts a hit. On the local
+ * backend the memory is this process's; on the shared backend it sits in
+ * the package's group, so the tier shares it and an invalidation (a publish
+ * relayed here, a mirror success, a Dredger removal) makes it unreachable on
+ * every replica at once. A failed shared read asks the private registry
+ * (counted refused), a failed write remembers nothing (SPEC.md 6.3).
  *
- * Documents held in the shared backend are not kept by the replica:
- * `resident_bytes` and `entries` of this store stay zero (they report what a
- * replica holds locally; the shared server's own size is read there).
+ * Beside it, on the local backend only, which render of a package last had
+ * a definite answer from the private registry (a document or a miss, not a
+ * failure): the artifact route skips the private leg for a file whose
+ * selected-version record that render wrote (packument-service.ts
+ * `publicSourced`), for the same `cache.privateMissSeconds`.
  */
 import type { Clock } from '../clock.js'
 import type { ChargedFetch } from '../listing/charged-fetch.js'
-import type { DocumentValidators } from '../upstream/upstream-client.js'
 import { StoreCounters, type StoreSnapshot } from './cache-counters.js'
 import { packageGroup } from './shared-backend.js'
 import type { SharedTier } from './shared-tier.js'
-import { decodeValue, encodeValue } from './value-codec.js'
 
-export type Side = 'private' | 'public'
-
-/** What a caller already holds of a side: the validators of its copy, or that it was a miss. */
-export type HeldSource = DocumentValidators | 'miss' | undefined
-
-/** Whether the full-document store reads an upstream for this request, and how. */
-export interface DocumentRead {
-  readonly ecosystem: string
-  readonly packageName: string
-  readonly side: Side
-  /** The upstream read itself, conditional with `validators`. */
-  ask(validators: DocumentValidators | undefined): Promise<ChargedFetch>
-  /** The caller's own copy (a revalidation): an unchanged document answers `not-modified`. */
-  readonly held?: HeldSource
-  /** How long a read document is used without asking (the answers' fresh time). */
-  readonly freshMs: number
-  /** Charges a chunk served from the store as a read of the same bytes would be (SPEC.md 8.1). */
-  charge?(chunk: Uint8Array): Promise<void> | undefined
-}
-
-interface DocumentHeader {
-  readonly kind: 'document' | 'miss'
-  readonly readAt: number
-  readonly etag?: string
-  readonly lastModified?: string
-  readonly contentType?: string
-}
-
-interface Held extends DocumentHeader {
-  readonly bytes?: Uint8Array
-}
+/** The name of the remembered miss inside a package's shared group. */
+export const PRIVATE_MISS_NAME = 'private-miss'
 
 /** At most this many remembered private misses per process (local backend); the oldest go first. */
 const LOCAL_MISSES = 10_000
-
-function sameValidators(a: DocumentValidators, b: DocumentHeader): boolean {
-  return a.etag === b.etag && a.lastModified === b.lastModified
-}
 
 export interface FullDocumentStoreOptions {
   readonly clock: Clock
@@ -84,6 +45,10 @@ export class FullDocumentStore {
   readonly #shared: SharedTier | undefined
   /** Local backend: package group to the end of its remembered private miss. */
   readonly #misses = new Map<string, number>()
+  /** Local backend: package group to the last render that had the private side's answer, and when that knowledge ends. */
+  readonly #answered = new Map<string, { readonly render: number, readonly until: number }>()
+  /** Moves on every forget: a private read that spanned one does not remember its miss (it may predate the change). */
+  #forgets = 0
 
   constructor(options: FullDocumentStoreOptions) {
     this.#clock = options.clock
@@ -91,103 +56,100 @@ export class FullDocumentStore {
     this.#shared = options.shared
   }
 
-  /** One upstream document read made outside `fetch` (counted as a miss). */
+  /** One upstream document read (counted as a miss). */
   read(): void { this.#counters.miss++ }
 
-  /** The document of one side: from the store when it can say, else from the upstream (and kept). */
-  async fetch(request: DocumentRead): Promise<ChargedFetch> {
-    const group = request.side === 'private' ? packageGroup(request.ecosystem, request.packageName) : `${packageGroup(request.ecosystem, request.packageName)}|public`
-    const { held, stamp } = await this.#lookup(group, request.side)
-    const now = this.#clock.now()
-    if (held?.kind === 'miss' && now < held.readAt + this.#missMs) {
+  /**
+   * The private registry's document of one package: a remembered miss
+   * answers `miss` without asking (a hit); otherwise `ask` reads it (a miss),
+   * and a miss it answers is remembered for `cache.privateMissSeconds`.
+   */
+  async readPrivate(ecosystem: string, packageName: string, ask: () => Promise<ChargedFetch>): Promise<ChargedFetch> {
+    if (this.#missMs <= 0) {
+      this.#counters.miss++
+      return ask()
+    }
+    const group = packageGroup(ecosystem, packageName)
+    const known = await this.#known(group)
+    if (known.missing) {
       this.#counters.hit++
       return { kind: 'miss' }
     }
-    const callerCopy = typeof request.held === 'object' ? request.held : undefined
-    if (held?.kind === 'document' && now < held.readAt + request.freshMs) {
-      this.#counters.hit++
-      return this.#served(held, callerCopy, request)
-    }
     this.#counters.miss++
-    const heldDocument = held?.kind === 'document' ? held : undefined
-    const asked = heldDocument === undefined ? callerCopy : { ...(heldDocument.etag === undefined ? {} : { etag: heldDocument.etag }), ...(heldDocument.lastModified === undefined ? {} : { lastModified: heldDocument.lastModified }) }
-    const fetched = await request.ask(asked)
-    if (fetched.kind === 'not-modified') {
-      if (heldDocument === undefined) return fetched
-      // Asked with the store's validators: the store's document is current again.
-      const refreshed = { ...heldDocument, readAt: now }
-      await this.#write(group, stamp, refreshed, refreshed.bytes)
-      return this.#served(refreshed, callerCopy, request)
-    }
-    if (fetched.kind === 'document') {
-      await this.#write(group, stamp, {
-        kind: 'document', readAt: now,
-        ...(fetched.etag === undefined ? {} : { etag: fetched.etag }),
-        ...(fetched.lastModified === undefined ? {} : { lastModified: fetched.lastModified }),
-        ...(fetched.contentType === undefined ? {} : { contentType: fetched.contentType }),
-      }, fetched.chunks)
-    } else if (fetched.kind === 'miss' && request.side === 'private') {
-      await this.#rememberMiss(group, stamp, now)
-    }
+    const forgets = this.#forgets
+    const fetched = await ask()
+    if (fetched.kind === 'miss' && forgets === this.#forgets) await this.#remember(group, known.stamp)
     return fetched
   }
 
-  /** Forgets what this process remembers of one package group (the local backend's private miss). */
-  forgetGroup(group: string): void { this.#misses.delete(group) }
+  /** Forgets what this process remembers of one package group (its private side changed). */
+  forgetGroup(group: string): void {
+    this.#forgets++
+    this.#misses.delete(group)
+    this.#answered.delete(group)
+  }
+
+  /** True when misses are remembered at all (`cache.privateMissSeconds` above 0). */
+  get remembersMisses(): boolean { return this.#missMs > 0 }
+
+  /**
+   * Records the render of a package that just retained its selected
+   * versions: `render` when the private side gave it a definite answer,
+   * undefined when it failed (nothing is known of the private side then).
+   */
+  noteRender(ecosystem: string, packageName: string, render: number | undefined): void {
+    if (this.#missMs <= 0 || this.#shared !== undefined) return
+    const group = packageGroup(ecosystem, packageName)
+    this.#answered.delete(group)
+    if (render === undefined) return
+    this.#answered.set(group, { render, until: this.#clock.now() + this.#missMs })
+    if (this.#answered.size > LOCAL_MISSES) this.#answered.delete(this.#answered.keys().next().value as string)
+  }
+
+  /** The last render of a package that had the private side's answer, while that knowledge lasts. */
+  answeredRender(ecosystem: string, packageName: string): number | undefined {
+    const group = packageGroup(ecosystem, packageName)
+    const answered = this.#answered.get(group)
+    if (answered === undefined) return undefined
+    if (answered.until > this.#clock.now()) return answered.render
+    this.#answered.delete(group)
+    return undefined
+  }
 
   snapshot(): StoreSnapshot { return this.#counters.snapshot(0, 0) }
 
-  /** A held document as a read answers it: `not-modified` when it is the caller's own copy, else its bytes, charged. */
-  async #served(held: Held, callerCopy: DocumentValidators | undefined, request: DocumentRead): Promise<ChargedFetch> {
-    if (callerCopy !== undefined && sameValidators(callerCopy, held)) return { kind: 'not-modified' }
-    const bytes = held.bytes ?? new Uint8Array(0)
-    await request.charge?.(bytes)
-    return { kind: 'document', chunks: [bytes], etag: held.etag, lastModified: held.lastModified, contentType: held.contentType }
-  }
-
-  async #lookup(group: string, side: Side): Promise<{ held: Held | undefined, stamp: string | undefined }> {
+  /** Whether a miss of `group` is remembered, and (shared backend) the stamp a new one is written under; no stamp: write nothing. */
+  async #known(group: string): Promise<{ missing: boolean, stamp: string | undefined }> {
+    const now = this.#clock.now()
     const shared = this.#shared
     if (shared === undefined) {
-      const until = side === 'private' ? this.#misses.get(group) : undefined
-      if (until !== undefined && until <= this.#clock.now()) this.#misses.delete(group)
-      return { held: until === undefined ? undefined : { kind: 'miss', readAt: until - this.#missMs }, stamp: '' }
+      const until = this.#misses.get(group)
+      if (until !== undefined && until <= now) this.#misses.delete(group)
+      return { missing: until !== undefined && now < until, stamp: '' }
     }
     try {
-      const answer = await shared.backend.read(group, 'doc')
-      if (answer.value === undefined) return { held: undefined, stamp: answer.stamp }
-      const { header, bytes } = await decodeValue<DocumentHeader>(answer.value)
-      return { held: { ...header, bytes }, stamp: answer.stamp }
+      const answer = await shared.backend.read(group, PRIVATE_MISS_NAME)
+      if (answer.value === undefined) return { missing: false, stamp: answer.stamp }
+      // The value is the end of the memory; the key's own time to live ends it too.
+      return { missing: now < Number(answer.value.toString('utf8')), stamp: answer.stamp }
     } catch {
-      // SPEC.md 6.3: the upstream answers instead, and nothing is written.
+      // SPEC.md 6.3: the private registry answers instead, and nothing is written.
       this.#counters.refused++
-      return { held: undefined, stamp: undefined }
+      return { missing: false, stamp: undefined }
     }
   }
 
-  async #write(group: string, stamp: string | undefined, header: DocumentHeader, body: Uint8Array | readonly Uint8Array[] | undefined): Promise<void> {
-    const shared = this.#shared
-    if (shared === undefined || stamp === undefined) return
-    const bytes = body === undefined ? undefined : body instanceof Uint8Array ? body : Buffer.concat(body)
-    const { readAt, kind, etag, lastModified, contentType } = header
-    const encoded = await encodeValue({ kind, readAt, etag, lastModified, contentType }, bytes, true)
-    if (encoded.byteLength > shared.maxValueBytes) {
-      this.#counters.refused++
-      return
-    }
-    await shared.backend.write(group, stamp, 'doc', encoded, shared.ttlMs).catch(() => { this.#counters.refused++ })
-  }
-
-  async #rememberMiss(group: string, stamp: string | undefined, now: number): Promise<void> {
-    if (this.#missMs <= 0) return
+  async #remember(group: string, stamp: string | undefined): Promise<void> {
+    const until = this.#clock.now() + this.#missMs
     const shared = this.#shared
     if (shared === undefined) {
       this.#misses.delete(group)
-      this.#misses.set(group, now + this.#missMs)
+      this.#misses.set(group, until)
       if (this.#misses.size > LOCAL_MISSES) this.#misses.delete(this.#misses.keys().next().value as string)
       return
     }
     if (stamp === undefined) return
-    const encoded = await encodeValue({ kind: 'miss', readAt: now }, undefined, false)
-    await shared.backend.write(group, stamp, 'doc', encoded, this.#missMs).catch(() => { this.#counters.refused++ })
+    // Written under the stamp read before the private read: an invalidation meanwhile leaves it unreachable.
+    await shared.backend.write(group, stamp, PRIVATE_MISS_NAME, Buffer.from(String(until), 'utf8'), this.#missMs).catch(() => { this.#counters.refused++ })
   }
 }

@@ -396,7 +396,7 @@ export interface MetadataCacheOptions<S> {
   readonly shareBudgetWith?: { readonly budget: CacheBudget }
   /** The shared backend (`cache.backend: redis`); absent: the local backend. */
   readonly shared?: SharedTier | undefined
-  /** How long a private packument miss is remembered, in milliseconds (default 0: not remembered); no configuration key sets it yet (issue 29 item 2 is unfinished). */
+  /** `cache.privateMissSeconds` in milliseconds: how long a private packument miss is remembered (default 0: not remembered). */
   readonly privateMissMs?: number
 }
 

@@ -97,6 +97,8 @@ export interface SelectedVersion {
   readonly publishedAt: number | undefined
   /** The history facts the mount's rules read (Decide.needs), for the artifact path's gate; absent when none do. */
   readonly history?: HistoryFacts | undefined
+  /** The process's sequence number of the render that retained the record (packument-service.ts `publicSourced`); absent from a render's own output. */
+  readonly render?: number | undefined
 }
 
 /**

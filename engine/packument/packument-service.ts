@@ -168,6 +168,8 @@ export function chargedRead(admission: Admission, signal: AbortSignal): ReadOpti
 export class PackumentService {
   readonly #o: PackumentServiceOptions
   readonly #revalidations = new RevalidationCounters()
+  /** Numbers this process's renders, so a selected-version record names the render that wrote it. */
+  #renders = 0
 
   constructor(options: PackumentServiceOptions) {
     this.#o = options
@@ -199,6 +201,23 @@ export class PackumentService {
 
   /** Revalidations by result (`service.packument.revalidations`). */
   get revalidations(): RevalidationCounters { return this.#revalidations }
+
+  /**
+   * True when the artifact route may skip the private leg for this file
+   * (docs/cache.md "The private registry's misses"): the file's
+   * selected-version record was written by the package's last render that
+   * had a definite private answer, so its version was absent privately
+   * then, and no publish relayed here or mirror success has happened since
+   * (either forgets both). Local backend only; never for an owned name.
+   */
+  async publicSourced(packageName: string, filename: string): Promise<boolean> {
+    const { cache, ecosystem } = this.#o
+    if (cache.shared || !cache.full.remembersMisses || this.#o.ownsName?.(packageName) === true) return false
+    const answered = cache.full.answeredRender(ecosystem, packageName)
+    if (answered === undefined) return false
+    const record = await cache.version.retained(selectedVersionKey(ecosystem, packageName, filename))
+    return record?.render === answered
+  }
 
   /** Reads the selected version for an artifact file name, fetching the public document when the store lacks it. */
   async selectVersion(packageName: string, filename: string, admission: Admission, signal: AbortSignal): Promise<SelectedArtifact | undefined> {
@@ -317,10 +336,23 @@ export class PackumentService {
     return fetched.kind === 'miss' && source.kind === 'miss' ? { kind: 'not-modified' } : fetched
   }
 
-  /** One upstream document read, counted on the full store, charged to the subject's admission; conditional with `validators`. */
+  /**
+   * One upstream document read, counted on the full store, charged to the
+   * subject's admission; conditional with `validators`. The private side's
+   * read goes through the store's memory of private misses (docs/cache.md
+   * "The private registry's misses"), except for an owned name: its listing
+   * is the private registry's alone, and a version published there by any
+   * path must show at once.
+   */
   #read(client: UpstreamClient | undefined, subject: Subject, signal: AbortSignal, validators?: DocumentValidators): Promise<ChargedFetch> {
-    if (client !== undefined) this.#o.cache.full.read()
-    return fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, this.#o.ecosystem, signal, validators)
+    const { cache, ecosystem, privateClient } = this.#o
+    const ask = (): Promise<ChargedFetch> => fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, ecosystem, signal, validators)
+    if (client === undefined) return ask()
+    if (client !== privateClient || this.#o.ownsName?.(subject.packageName) === true) {
+      cache.full.read()
+      return ask()
+    }
+    return cache.full.readPrivate(ecosystem, subject.packageName, ask)
   }
 
   async #load(subject: Subject, signal: AbortSignal, work: Work, prefetched?: { readonly private: ChargedFetch; readonly public: ChargedFetch }): Promise<AssembledResponse> {
@@ -360,7 +392,10 @@ export class PackumentService {
       throw mostRecoverable([...failures, isServiceError(error) ? error : new ServiceError('INTERNAL', { cause: error })])
     }
     this.#o.observe(outcome, subject.packageName)
-    await this.#retainSelected(subject.packageName, outcome, work)
+    const render = ++this.#renders
+    await this.#retainSelected(subject.packageName, outcome, work, render)
+    // A failed private side says nothing of what it lacks: the artifact route then asks it.
+    this.#o.cache.full.noteRender(this.#o.ecosystem, subject.packageName, priv.kind === 'document' || priv.kind === 'miss' ? render : undefined)
     if (outcome.body === undefined || outcome.etag === undefined) {
       const withheld = withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')
       throw mostRecoverable([...failures, withheld])
@@ -373,8 +408,8 @@ export class PackumentService {
   get #freshMs(): number { return this.#o.revalidation?.freshMs ?? DEFAULT_ASSEMBLED_TTL_MS }
 
   /** The selected versions of a render, retained under the stamp of its work (nothing when the shared backend failed: SPEC.md 6.3). */
-  async #retainSelected(packageName: string, outcome: PackumentOutcome, work: Work): Promise<void> {
+  async #retainSelected(packageName: string, outcome: PackumentOutcome, work: Work, render: number): Promise<void> {
     const { ecosystem, cache } = this.#o
-    await cache.version.retainMany(outcome.selected.map((selected) => [selectedVersionKey(ecosystem, packageName, selected.filename), selected] as const), work)
+    await cache.version.retainMany(outcome.selected.map((selected) => [selectedVersionKey(ecosystem, packageName, selected.filename), { ...selected, render }] as const), work)
   }
 }

@@ -100,6 +100,8 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     ecosystem: 'js',
     privateClient,
     publicClient,
+    // A version the last listing took from the public side skips the private leg (docs/cache.md "The private registry's misses").
+    publicSourced: (packageName, filename) => service.publicSourced(packageName, filename),
     selectVersion,
     evaluate,
     observe: policy.observeDecision,

@@ -86,7 +86,7 @@ export function answerGeneration(parts: ProcessParts & { readonly mount: MountCo
 /** A mount's metadata cache, its entries kept in the process's one budget (SPEC.md 6.3). */
 export function mountCache<Selected>(parts: ProcessParts, options: Pick<MetadataCacheOptions<Selected>, 'selectedVersionSize' | 'assembledTtlMs'>): MetadataCache<Selected> {
   const budget = parts.cacheBudget
-  return new MetadataCache<Selected>({ ...options, maxBytes: budget.maxBytes, maxEntries: budget.maxEntries, shareBudgetWith: { budget }, clock: parts.clock, shared: parts.sharedCache?.tier })
+  return new MetadataCache<Selected>({ ...options, maxBytes: budget.maxBytes, maxEntries: budget.maxEntries, shareBudgetWith: { budget }, clock: parts.clock, shared: parts.sharedCache?.tier, privateMissMs: parts.config.cache.privateMissSeconds * 1000 })
 }
 
 /**

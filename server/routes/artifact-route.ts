@@ -7,6 +7,9 @@
  * Two legs, in order: the private one (private-leg.ts: trusted, by the
  * requested file name), then, when it misses, the public one (public-leg.ts:
  * the selected version, gated). What either answers is artifact-answers.ts.
+ * The private leg is skipped for a file the mount knows the private side
+ * lacks (`publicSourced`, docs/cache.md "The private registry's misses"):
+ * the public leg gates it as it would after a private miss.
  * Neither leg's relay is charged to the memory gate; a public decision takes
  * the gate's entry step alone, in the mount's selection (SPEC.md 4.4a, 8.1).
  */
@@ -16,7 +19,7 @@ import { AbortCue } from '../../engine/upstream/http1/request-abort.js'
 import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import type { Exchange } from '../http/exchange.js'
 import { noSuchArtifact, type RouteOpenOptions } from './artifact-answers.js'
-import { privateLeg, type PrivateLegDeps } from './private-leg.js'
+import { bearerOf, privateLeg, type PrivateLegDeps } from './private-leg.js'
 import { publicLeg, type PublicLegDeps } from './public-leg.js'
 
 export type { SelectedArtifact } from './public-leg.js'
@@ -24,6 +27,15 @@ export type { SelectedArtifact } from './public-leg.js'
 export interface ArtifactRouteDeps extends PrivateLegDeps, PublicLegDeps {
   privateClient: UpstreamClient | undefined
   publicClient: UpstreamClient | undefined
+  /**
+   * True when the last listing of the package took this file's version from
+   * the public side (the private side lacked it) and nothing changed the
+   * package's private side since: the private leg is not asked. Absent:
+   * always asked. Never consulted when the request forwards the client's
+   * own credential: the private registry may show that client more than
+   * the listing (read with the private client's credential) saw.
+   */
+  publicSourced?(name: string, file: string): Promise<boolean>
   /** Checks the route's raw names and returns them decoded; throws a ServiceError. Default: npm's package and file name rules. */
   validate?(rawPackage: string, rawFilename: string): readonly [name: string, file: string]
 }
@@ -71,7 +83,9 @@ export function createArtifactHandler(deps: ArtifactRouteDeps): ArtifactHandler 
       return
     }
     const options = openOptions(exchange, head)
-    if (deps.privateClient !== undefined && await privateLeg(deps, exchange, deps.privateClient, name, file, options)) return
+    const privateClient = deps.privateClient
+    const skipPrivate = privateClient !== undefined && bearerOf(deps, exchange).bearer === undefined && (await deps.publicSourced?.(name, file) ?? false)
+    if (privateClient !== undefined && !skipPrivate && await privateLeg(deps, exchange, privateClient, name, file, options)) return
     if (exchange.closed) return
     if (deps.publicClient === undefined) {
       exchange.respondError(noSuchArtifact(), { head })

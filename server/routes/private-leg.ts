@@ -43,7 +43,8 @@ export function clientBearer(authorization: string | undefined): BearerToken | u
   return match?.[1] === undefined ? undefined : new BearerToken(match[1])
 }
 
-function bearerOf(deps: PrivateLegDeps, exchange: Exchange): { bearer?: BearerToken } {
+/** The client's credential the private leg forwards, if any (none: it asks with the private client's own, as a listing does). */
+export function bearerOf(deps: PrivateLegDeps, exchange: Exchange): { bearer?: BearerToken } {
   if (deps.forwardClientCredential === false) return {}
   const bearer = clientBearer(exchange.header('authorization'))
   return bearer === undefined ? {} : { bearer }
