@@ -43,7 +43,9 @@ const mounts = {
   },
 }
 const queue = { kind: 'sqs', url: sqs.queueUrl, region: sqs.region, endpoint: sqs.endpoint }
-const proxy = await startTestProxy(t, { document: { mounts, queue } })
+// A dedicated worker's success reaches this proxy only through a shared cache backend; without one the proxy would keep
+// sending the version's downloads to the public leg for cache.privateMissSeconds (docs/cache.md). Off here: this test is about the mirror.
+const proxy = await startTestProxy(t, { document: { mounts, queue, cache: { privateMissSeconds: 0 } } })
 
 const dir = await mkdtemp(join(tmpdir(), 'mirror-role-'))
 t.teardown(() => rm(dir, { recursive: true, force: true }))
