@@ -128,7 +128,7 @@ t.test('shared: a backend that fails asks the private registry and counts refuse
   t.match(cache.snapshot().full, { hit: 0, miss: 2, refused: 2 })
 })
 
-/** A packument service over stub upstreams whose render selects one public version, `only-1.0.0.tgz`. */
+/** A packument service over scripted in-process upstreams whose render selects one public version, `only-1.0.0.tgz`. */
 function service(clock: ManualClock, privateAnswer: () => 'miss' | 'document' | 'failed', options: { owned?: boolean, shared?: SharedTier } = {}) {
   const cache = cacheOf(clock, options.shared === undefined ? {} : { shared: options.shared })
   let privateReads = 0

@@ -307,15 +307,15 @@ t.test('the py mount: sha256 integrity floor by default, privateHidesPublic, its
 t.test('server.allowedHosts and server.trustedProxies are checked at load (issue 32 item 5)', async (t) => {
   const file = await withDocument(t, `
 server:
-  allowedHosts: ["registry.internal", "mapped.example:8080", "[::1]:4873", "evil.example/path", "user@host", "127.1"]
+  allowedHosts: ["proxy.test", "mapped.example:8080", "[::1]:4873", "evil.example/path", "user@host", "127.1"]
   trustedProxies: ["10.0.0.0/8", "::1", "proxy.internal"]
 `)
   const found = problems(load(file))
   t.same(found.filter((p) => p.path.startsWith('server.allowedHosts')).map((p) => p.path), [3, 4, 5].map((i) => `server.allowedHosts.${i}`))
   t.match(found.filter((p) => p.path.startsWith('server.allowedHosts')).map((p) => p.message), [/not a host name/, /not a host name/, /not a host name/])
   t.same(found.filter((p) => p.path.startsWith('server.trustedProxies')).map((p) => p.path), ['server.trustedProxies.2'])
-  const config = ok(t, load(await withDocument(t, 'server: { allowedHosts: ["registry.internal"], trustedProxies: ["10.0.0.0/8"] }\n')))
-  t.same(config.server.allowedHosts, ['registry.internal'])
+  const config = ok(t, load(await withDocument(t, 'server: { allowedHosts: ["proxy.test"], trustedProxies: ["10.0.0.0/8"] }\n')))
+  t.same(config.server.allowedHosts, ['proxy.test'])
   t.equal(config.server.baseUrlConfigured, false, 'unset: artifact URLs follow the request')
   t.equal(ok(t, load(await withDocument(t, 'server: { baseUrl: "https://registry.example/" }\n'))).server.baseUrlConfigured, true)
 })

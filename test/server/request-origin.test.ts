@@ -58,9 +58,9 @@ t.test('the listener\'s own names: loopback, host name, interface addresses, on 
 })
 
 t.test('server.allowedHosts: a name on any port, or host:port exactly', async (t) => {
-  const o = origin({ allowedHosts: ['registry.internal', 'mapped.example:8080'] })
-  t.equal(o.baseUrlOf(request({ host: 'registry.internal' })), 'http://registry.internal')
-  t.equal(o.baseUrlOf(request({ host: 'registry.internal:9000' })), 'http://registry.internal:9000')
+  const o = origin({ allowedHosts: ['proxy.test', 'mapped.example:8080'] })
+  t.equal(o.baseUrlOf(request({ host: 'proxy.test' })), 'http://proxy.test')
+  t.equal(o.baseUrlOf(request({ host: 'proxy.test:9000' })), 'http://proxy.test:9000')
   t.equal(o.baseUrlOf(request({ host: 'mapped.example:8080' })), 'http://mapped.example:8080')
   t.ok(refused(() => o.baseUrlOf(request({ host: 'mapped.example:8081' }))))
 })
