@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { Lease, LeaseWatch, SharedCacheBackend, StampedRead } from './shared-backend.js'
+import { LeaseWatchers } from './lease-watchers.js'
 
 interface Held<V> {
   readonly value: V
@@ -26,7 +27,7 @@ export class MemoryBackend implements SharedCacheBackend {
   readonly #stamps = new Map<string, number>()
   readonly #leases = new Map<string, Held<string>>()
   readonly #claims = new Map<string, Held<true>>()
-  readonly #watchers = new Map<string, Set<(outcome: string) => void>>()
+  readonly #watchers = new LeaseWatchers()
 
   constructor(clock: Clock) {
     this.#clock = clock
@@ -69,27 +70,11 @@ export class MemoryBackend implements SharedCacheBackend {
 
   async release(lease: Lease, outcome: string): Promise<void> {
     if (this.#live(this.#leases, lease.key) === lease.token) this.#leases.delete(lease.key)
-    const watchers = this.#watchers.get(lease.key)
-    if (watchers === undefined) return
-    this.#watchers.delete(lease.key)
-    for (const notify of watchers) notify(outcome)
+    this.#watchers.released(lease.key, outcome)
   }
 
   watch(key: string): LeaseWatch {
-    let notify: ((outcome: string) => void) | undefined
-    const settled = new Promise<string>((resolve) => { notify = resolve })
-    const listener = (outcome: string): void => notify?.(outcome)
-    let set = this.#watchers.get(key)
-    if (set === undefined) this.#watchers.set(key, set = new Set())
-    set.add(listener)
-    return {
-      settled,
-      cancel: () => {
-        const current = this.#watchers.get(key)
-        current?.delete(listener)
-        if (current?.size === 0) this.#watchers.delete(key)
-      },
-    }
+    return this.#watchers.watch(key)
   }
 
   async claim(key: string, ttlMs: number): Promise<boolean> {
@@ -99,7 +84,6 @@ export class MemoryBackend implements SharedCacheBackend {
   }
 
   async close(): Promise<void> {
-    for (const set of this.#watchers.values()) set.clear()
     this.#watchers.clear()
   }
 

@@ -28,6 +28,7 @@ import type { Logger } from '../log/logger.js'
 import type { BearerToken } from '../secret.js'
 import { LEASE_LOST, type Lease, type LeaseWatch, type SharedCacheBackend, type StampedRead } from './shared-backend.js'
 import { randomUUID } from 'node:crypto'
+import { LeaseWatchers } from './lease-watchers.js'
 
 /** warn, once per outage: the shared backend stopped answering; requests go to the origin meanwhile. */
 export const SHARED_CACHE_UNAVAILABLE = 'shared cache backend unavailable'
@@ -99,7 +100,7 @@ export class RedisBackend implements SharedCacheBackend {
   readonly #stampTtlMs: number
   readonly #channel: string
   readonly #logger: Logger
-  readonly #watchers = new Map<string, Set<(outcome: string) => void>>()
+  readonly #watchers = new LeaseWatchers()
   #up = false
   #closed = false
 
@@ -222,30 +223,13 @@ export class RedisBackend implements SharedCacheBackend {
   }
 
   watch(key: string): LeaseWatch {
-    let notify: ((outcome: string) => void) | undefined
-    const settled = new Promise<string>((resolve) => { notify = resolve })
-    if (this.#subscriber.status !== 'ready') {
-      notify?.(LEASE_LOST)
-      return { settled, cancel: () => {} }
-    }
-    const listener = (outcome: string): void => notify?.(outcome)
-    let set = this.#watchers.get(key)
-    if (set === undefined) this.#watchers.set(key, set = new Set())
-    set.add(listener)
-    return {
-      settled,
-      cancel: () => {
-        const current = this.#watchers.get(key)
-        current?.delete(listener)
-        if (current?.size === 0) this.#watchers.delete(key)
-      },
-    }
+    // A subscriber that is not ready hears no release: the waiter stops waiting at once and looks again.
+    if (this.#subscriber.status !== 'ready') return LeaseWatchers.settledWith(LEASE_LOST)
+    return this.#watchers.watch(key)
   }
 
   #settleAll(outcome: string): void {
-    const watchers = [...this.#watchers.values()]
-    this.#watchers.clear()
-    for (const set of watchers) for (const listener of set) listener(outcome)
+    this.#watchers.settleAll(outcome)
   }
 
   async claim(key: string, ttlMs: number): Promise<boolean> {
@@ -275,12 +259,7 @@ export class RedisBackend implements SharedCacheBackend {
   #released(message: string): void {
     const cut = message.indexOf('\n')
     if (cut < 0) return
-    const key = message.slice(0, cut)
-    const watchers = this.#watchers.get(key)
-    if (watchers === undefined) return
-    this.#watchers.delete(key)
-    const outcome = message.slice(cut + 1)
-    for (const notify of watchers) notify(outcome)
+    this.#watchers.released(message.slice(0, cut), message.slice(cut + 1))
   }
 }
 
