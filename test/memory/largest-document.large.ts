@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { request } from 'undici'
-import { syntheticPackument } from '../../bench/fixtures/packument/synthetic-packument.js'
+import { largeSyntheticPackument } from '../../bench/fixtures/packument/synthetic-packument.js'
 import { makeTestCa } from '../../bench/peers/tls.js'
 import { GiB } from '../../engine/memory/plan.js'
 import { freePort } from '../helpers/ports.js'
@@ -33,24 +33,8 @@ const MB = 1000 * 1000
 const NAME = 'huge-framework'
 const VERSIONS = 24_000
 
-/** The synthetic document grown to at least 100 MB: each manifest carries a long description, as old documents' per-version readmes do. */
-function hundredMegabytes(): Buffer {
-  const doc = JSON.parse(syntheticPackument(NAME, VERSIONS)) as { versions: Record<string, { description: string }>, time: Record<string, string> }
-  // The generator spaces releases 13 hours apart, which runs past today at this count: spread them over 2015-2025 instead.
-  const first = Date.UTC(2015, 0, 2)
-  const step = Math.floor((Date.UTC(2025, 0, 1) - first) / VERSIONS)
-  Object.keys(doc.versions).forEach((version, i) => { doc.time[version] = new Date(first + i * step).toISOString() })
-  const base = JSON.stringify(doc).length
-  const pad = Math.ceil((100 * MB - base) / VERSIONS) + 64
-  let k = 0
-  for (const manifest of Object.values(doc.versions)) {
-    manifest.description += ` ${`release notes ${k++} `.repeat(Math.ceil(pad / 16)).slice(0, pad)}`
-  }
-  return Buffer.from(JSON.stringify(doc))
-}
-
 t.test('a 4 CPU / 2 GiB pod serves a 100 MB document full and abbreviated, cold and warm', { timeout: 600_000 }, async (t) => {
-  const body = hundredMegabytes()
+  const body = largeSyntheticPackument(NAME, VERSIONS, 100 * MB)
   t.ok(body.byteLength >= 100 * MB, `the document is ${(body.byteLength / MB).toFixed(1)} MB`)
   const etag = '"huge-1"'
   const reads = { full: 0, notModified: 0 }
