@@ -3,7 +3,9 @@
  * 8.1): MB/s of the cold scan → merge and gate → render pipeline of
  * engine/packument, against JSON.parse + gate + rewrite + JSON.stringify
  * (engine/packument/reference.ts) on the same bytes in the same run, on the
- * largest real packument of the fixtures and on a synthetic 3000-version one;
+ * largest real packument of the fixtures, on a synthetic 3000-version one
+ * and on a synthetic 100 MB one of 24,000 versions (npm's largest documents
+ * reach about 100 MB; BENCH_PIPELINE_LARGE=0 leaves it out);
  * and the memory one in-flight request holds per source byte (the indexed
  * source, against the parsed tree), the figure SPEC.md 8.1 charges at 1.1.
  *
@@ -21,7 +23,7 @@ import { referenceMerge } from '../../engine/packument/reference.js'
 import type { VersionFacts } from '../../engine/policy/decision.js'
 import { createEvaluator } from '../../engine/policy/evaluator.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
-import { syntheticPackument } from '../fixtures/packument/synthetic-packument.js'
+import { largeSyntheticPackument, syntheticPackument } from '../fixtures/packument/synthetic-packument.js'
 import type { Row, Scenario, ScenarioResult } from '../lib/scenario.js'
 import { sharedDataPath } from '../peers/shared-data.js'
 import { nineInTenGate as decide } from '../fixtures/packument/nine-in-ten-gate.js'
@@ -150,6 +152,10 @@ const scenario: Scenario = {
       ...throughputRows('typescript packument (real, 3478 versions)', real, 'typescript', 9),
       ...throughputRows('synthetic packument (3000 versions)', synthetic, 'synthetic-pkg', 9),
     ]
+    // npm's largest documents (issue 33): about 100 MB; 3 runs each, as one takes seconds.
+    if (process.env['BENCH_PIPELINE_LARGE'] !== '0') {
+      rows.push(...throughputRows('synthetic packument (24000 versions)', new Uint8Array(largeSyntheticPackument('huge-pkg', 24_000, 100e6)), 'huge-pkg', 3))
+    }
     // The ETag's share: SHA-256 of the typescript full-form body, against the whole pipeline.
     const request: PackumentRequest = { packageName: 'typescript', baseUrl: 'http://proxy.test:4873', abbreviated: false, decide }
     const realChunks = chunksOf(real)

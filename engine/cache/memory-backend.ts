@@ -83,6 +83,10 @@ export class MemoryBackend implements SharedCacheBackend {
     return true
   }
 
+  async unclaim(key: string): Promise<void> {
+    this.#claims.delete(key)
+  }
+
   async close(): Promise<void> {
     this.#watchers.clear()
   }

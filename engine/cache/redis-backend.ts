@@ -240,6 +240,14 @@ export class RedisBackend implements SharedCacheBackend {
     }
   }
 
+  async unclaim(key: string): Promise<void> {
+    try {
+      await this.#client.del(`${this.#prefix}c|${key}`)
+    } catch (error) {
+      throw failure('unclaim', error)
+    }
+  }
+
   async close(): Promise<void> {
     this.#closed = true
     this.#watchers.clear()

@@ -24,6 +24,8 @@
 export interface ClaimOnce {
   /** True for the first caller to claim `key` within `ttlMs`, false for every other caller until the claim expires. */
   claim(key: string, ttlMs: number): Promise<boolean>
+  /** Gives a claim back before it expires (its work did not happen), so the next caller claims it again. */
+  unclaim(key: string): Promise<void>
 }
 
 /** What a publish relay, a mirror worker and the Dredger call when a package's private side changed. */

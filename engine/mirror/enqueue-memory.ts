@@ -6,15 +6,16 @@
  * that artifact adds no job. So a mirror target that is down for a while
  * costs one pending job per artifact, not one per download.
  *
- * The claim is the shared cache backend's "claim once" primitive (`SET key
- * NX PX ttl`): one memory for the whole tier, every proxy asking the same
- * question. This module holds the interface and the local implementation,
- * one process's memory, used when no shared backend is configured.
+ * With the shared cache backend (`cache.backend: redis`) the claim is its
+ * "claim once" primitive (`SET key NX PX ttl`): one memory for the whole
+ * tier, every proxy asking the same question (`sharedEnqueueMemory`).
+ * Without one, `LocalEnqueueMemory` is this process's own memory.
  *
  * The local memory is bounded: beyond `maxEntries` live claims the oldest
  * is forgotten early. Forgetting costs at most a duplicate job (the worker
  * finds the version present with one target lookup), never a lost one.
  */
+import type { ClaimOnce } from '../cache/shared-backend.js'
 import type { Clock } from '../clock.js'
 import { systemClock } from '../clock.js'
 
@@ -71,5 +72,22 @@ export class LocalEnqueueMemory implements EnqueueMemory {
       if (until > now && this.#claims.size <= this.#maxEntries) return
       this.#claims.delete(key)
     }
+  }
+}
+
+/** Where the tier's enqueue claims live on the shared backend, apart from its other claims. */
+export const SHARED_ENQUEUE_CLAIM_PREFIX = 'enqueue|'
+
+/**
+ * The tier's memory over the shared backend's claims. A backend that fails
+ * rejects, and the enqueue buffer lets the job through (a duplicate at
+ * worst, never a loss); a claim it cannot give back expires with its time to
+ * live, and until then that artifact's downloads add no job (the job that
+ * held it was lost and counted).
+ */
+export function sharedEnqueueMemory(claims: ClaimOnce): EnqueueMemory {
+  return {
+    claim: (key, ttlMs) => claims.claim(SHARED_ENQUEUE_CLAIM_PREFIX + key, ttlMs),
+    release: (key) => claims.unclaim(SHARED_ENQUEUE_CLAIM_PREFIX + key),
   }
 }

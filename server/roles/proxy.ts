@@ -21,6 +21,7 @@ import { logPlan } from '../../engine/memory/plan-report.js'
 import { BudgetSampler } from '../../engine/memory/sampler.js'
 import { ThreadHeapBoard } from '../../engine/memory/thread-heaps.js'
 import { v8Limits, type V8Limits } from '../../engine/memory/v8-limits.js'
+import { sharedEnqueueMemory } from '../../engine/mirror/enqueue-memory.js'
 import { needsAdvisoryDatabase } from '../../engine/policy/advisory-max-age.js'
 import { mountPolicy, type MountPolicy } from '../../engine/policy/mount-policy.js'
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
@@ -94,9 +95,11 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const embedded = opened?.queue instanceof EmbeddedQueue ? opened.queue : undefined
   if (embedded !== undefined) snapshots[SNAPSHOT_KEYS.mirrorQueue] = () => embedded.stats()
   // Serve-then-enqueue through a bounded, charged buffer: a slow or refusing queue never holds a response or the heap (issue 30).
-  const enqueueBuffer = opened === undefined ? undefined : attachEnqueueBuffer({ config, logger, clock, plan, queue: opened.queue, embedded, readiness, snapshots })
-  mountProbes(door, liveness, readiness)
   const sharedCache = await openSharedCache(config, logger)
+  // With a shared backend, one recent-enqueue memory for the tier: one job per artifact across every proxy.
+  const enqueueMemory = sharedCache === undefined ? undefined : sharedEnqueueMemory(sharedCache.claims)
+  const enqueueBuffer = opened === undefined ? undefined : attachEnqueueBuffer({ config, logger, clock, plan, queue: opened.queue, embedded, readiness, snapshots, memory: enqueueMemory })
+  mountProbes(door, liveness, readiness)
 
   const parts: ProcessParts = {
     door, config, pool, gate, logger, clock,

@@ -118,4 +118,12 @@ export function sharedBackendSuite(t: Test, makeHarness: () => Promise<BackendHa
     await elapse(400)
     t.equal(await backend.claim('job|a-1.0.0.tgz', 150), true, 'expired: claimable again')
   })
+
+  withBackend('a claim given back is claimable again at once', async (t, { backend }) => {
+    t.equal(await backend.claim('job|c-1.0.0.tgz', 60_000), true)
+    await backend.unclaim('job|c-1.0.0.tgz')
+    t.equal(await backend.claim('job|c-1.0.0.tgz', 60_000), true)
+    t.equal(await backend.claim('job|c-1.0.0.tgz', 60_000), false)
+    await backend.unclaim('job|never-claimed.tgz')
+  })
 }

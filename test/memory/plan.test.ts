@@ -162,3 +162,18 @@ t.test('the plan is frozen', async (t) => {
   t.ok(Object.isFrozen(plan))
   t.ok(Object.isFrozen(plan.cores))
 })
+
+t.test('each pod of SPEC.md 8.2: the largest document its plan ingests', async (t) => {
+  const ceilings = [
+    { cpu: 2, mem: 1 * GiB, mib: 88 },
+    { cpu: 4, mem: 1 * GiB, mib: 92 },
+    { cpu: 4, mem: 2 * GiB, mib: 184 },
+    { cpu: 8, mem: 4 * GiB, mib: 256 },
+  ]
+  for (const row of ceilings) {
+    const plan = computePlan({ cgroup: { cpuCores: row.cpu, memoryLimitBytes: row.mem } })
+    t.equal(plan.maxResponseBytes.value, row.mib * MiB, `${row.cpu} CPU / ${row.mem / GiB} GiB: ${row.mib} MiB (docs/memory.md's table)`)
+  }
+  const twoGiB = computePlan({ cgroup: { cpuCores: 4, memoryLimitBytes: 2 * GiB } })
+  t.ok(twoGiB.maxResponseBytes.value >= 100 * 1000 * 1000, 'the 2 GiB pod admits a 100 MB document (npm\'s largest, test/memory/largest-document.large.ts serves one)')
+})
