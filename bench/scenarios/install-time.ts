@@ -18,7 +18,7 @@
  * - fleet: three replicas of this proxy behind an nginx round-robin (one
  *   address), sharing that private Verdaccio and one SQS queue
  *   (local-aws-sqs) drained by one `service mirror` worker; each replica's
- *   cache settings are {@link FLEET_CACHE}.
+ *   cache is the shared backend on one redis-server ({@link fleetCache}).
  *
  * Phases, per setup and round: a fresh setup takes the first client's cold
  * install; once its mirror has finished what that install queued (the
@@ -36,7 +36,8 @@
  * Env: BENCH_INSTALL_ROUNDS (default 1), BENCH_INSTALL_CLIENTS
  * (default npm,pnpm,yarn), BENCH_INSTALL_SETUPS (default
  * direct,verdaccio,proxy,fleet), BENCH_INSTALL_SETTLE_SECONDS (longest wait
- * for the mirror, default 600), BENCH_INSTALL_TREE_DIR (the recorded tree).
+ * for the mirror, default 600), BENCH_INSTALL_TREE_DIR (the recorded tree),
+ * BENCH_INSTALL_FLEET_CACHE (`local`: the fleet without the shared backend).
  */
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -52,6 +53,7 @@ import { CLIENT_NAMES, clientCommand, installCommand, runCommand, type ClientNam
 import type { Measurement, Row, Scenario, ScenarioResult } from '../lib/scenario.js'
 import { PublicFixtureRegistry, type PublicRequests } from '../peers/public-fixture-registry.js'
 import { ServiceProcess } from '../peers/service-process.js'
+import { startRedis, type RedisPeer } from '../peers/redis.js'
 import { startSqs, type SqsPeer } from '../peers/sqs.js'
 import { makeTestCa, type TestCa } from '../peers/tls.js'
 import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
@@ -59,11 +61,15 @@ import { CountingRelay, type WireExchange } from './install-bytes.js'
 
 /**
  * The cache settings of every fleet replica: the one place that says which
- * metadata cache the tier runs. Today each replica keeps its own local cache
- * (the default backend). When the shared backend lands, this becomes
- * `{ backend: 'redis', url }` with a redis-server started for the run.
+ * metadata cache the tier runs. By default the shared backend on a
+ * redis-server started for the fleet (docs/cache.md), with its default
+ * settings; BENCH_INSTALL_FLEET_CACHE=local runs each replica on its own
+ * local cache instead, for comparison.
  */
-const FLEET_CACHE: Readonly<Record<string, unknown>> = {}
+const FLEET_SHARED = process.env['BENCH_INSTALL_FLEET_CACHE'] !== 'local'
+function fleetCache(redisUrl: string | undefined): Readonly<Record<string, unknown>> {
+  return redisUrl === undefined ? {} : { backend: 'redis', url: redisUrl }
+}
 
 const ROUNDS = Math.max(1, Number(process.env['BENCH_INSTALL_ROUNDS'] ?? 1))
 const REPLICAS = 3
@@ -285,8 +291,12 @@ async function startFleet(shared: Shared, dir: string): Promise<Setup> {
   const services: ServiceProcess[] = []
   let sqs: SqsPeer | undefined
   let nginx: NginxServer | undefined
+  let redis: RedisPeer | undefined
   try {
     const queue = sqs = await startSqs({ maxReceiveCount: 5 })
+    // The redis peer's own teardown list is unused: the setup's stop ends it.
+    if (FLEET_SHARED) redis = await startRedis({ teardown: () => undefined })
+    const cache = fleetCache(redis?.url)
     const sqsClient = queue.client()
     const ports = await Promise.all(Array.from({ length: REPLICAS }, () => freePort()))
     const frontPort = await freePort()
@@ -298,7 +308,7 @@ async function startFleet(shared: Shared, dir: string): Promise<Setup> {
         server: { host: '127.0.0.1', port, baseUrl: frontOrigin, shutdownDrainTimeout: 10 },
         runtime: { cores: 1 },
         observability: { logLevel: 'warn' },
-        cache: FLEET_CACHE,
+        cache,
         queue: { kind: 'sqs', url: queue.queueUrl, region: queue.region, endpoint: queue.endpoint },
         store: { path: join(dir, `${name}-store`) },
         mounts: jsMount(shared, relay, token),
@@ -328,6 +338,7 @@ async function startFleet(shared: Shared, dir: string): Promise<Setup> {
         await Promise.all(services.map((s) => s.stop()))
         await front.stop()
         await queue.stop()
+        await redis?.stop()
         await relay.close()
         await verdaccio.stop()
       },
@@ -336,6 +347,7 @@ async function startFleet(shared: Shared, dir: string): Promise<Setup> {
     await Promise.all(services.map((s) => s.stop()))
     await nginx?.stop()
     await sqs?.stop()
+    await redis?.stop()
     await relay.close()
     await verdaccio.stop()
     throw error
@@ -555,7 +567,7 @@ function notesOf(tally: Tally, shared: Shared, clients: readonly ClientName[], s
     `tree: ${roots.join(', ')}; ${tree.manifest.packages.length} packuments recorded ${tree.manifest.recordedAt} (versions published before ${tree.manifest.cutoff}), ${shared.publicRegistry.tarballs} locked tarballs made locally; lockfiles by npm ${tree.manifest.clients['npm']}, pnpm ${tree.manifest.clients['pnpm']}, yarn ${tree.manifest.clients['yarn']}`,
     `installs: npm ci, pnpm install --frozen-lockfile, yarn install --frozen-lockfile; each in a fresh folder with a fresh cache and store; fetch-retries=0 where the client has it; ${ROUNDS} round(s), median wall time`,
     `phases: cold = every registry process and store fresh; warm = the setup ${clients[0] ?? ''}'s cold install filled (for the proxy setups once the mirror has finished what it queued); after restart = every proxy process (verdaccio: Verdaccio; direct: nginx) restarted before each install, stores kept`,
-    `proxy and fleet: runtime.cores 1 per process, rules [AllowIfOlderThan ${QUARANTINE_SECONDS} s] (no advisory database), private upstream and mirror target the same token-requiring Verdaccio; fleet: ${REPLICAS} replicas behind nginx round-robin, SQS + one service mirror, replica cache settings ${JSON.stringify(FLEET_CACHE)} ({} is the local backend: each replica its own)`,
+    `proxy and fleet: runtime.cores 1 per process, rules [AllowIfOlderThan ${QUARANTINE_SECONDS} s] (no advisory database), private upstream and mirror target the same token-requiring Verdaccio; fleet: ${REPLICAS} replicas behind nginx round-robin, SQS + one service mirror, replica cache ${FLEET_SHARED ? 'the shared backend (cache.backend redis, a redis-server for the fleet, default settings)' : 'local (BENCH_INSTALL_FLEET_CACHE=local: each replica its own)'}`,
     'the machine is 2 cores shared with other work: wall times are noisy; request counts are not',
   ]
   for (const setup of setups) {
