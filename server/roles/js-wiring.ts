@@ -49,6 +49,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     publicClient,
     ...(ownedScopes.length === 0 ? {} : { ownsName: ownsName(ownedScopes) }),
     cache,
+    keep: o.documentKeep,
     clock,
     generation: answerGeneration(o, policy),
     observe: (outcome, packageName) => {

@@ -40,6 +40,7 @@ import { mountProbes } from '../routes/probes.js'
 import { attachAdvisoryConsumers, readsAdvisories } from './advisory-wiring.js'
 import { attachEnqueueBuffer } from './enqueue-wiring.js'
 import { attachJsMount } from './js-wiring.js'
+import { openDocumentKeep } from './kept-documents.js'
 import { bootPolicy, PolicyReloader, withPolicyRules } from './policy-reloader.js'
 import { attachMirrorWorker, type MirrorMountSource } from './mirror.js'
 import { openMirrorQueue } from './mirror-queue.js'
@@ -97,6 +98,8 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const enqueueBuffer = opened === undefined ? undefined : attachEnqueueBuffer({ config, logger, clock, plan, queue: opened.queue, embedded, readiness, snapshots })
   mountProbes(door, liveness, readiness)
   const sharedCache = await openSharedCache(config, logger)
+  const documentKeep = await openDocumentKeep(config, logger, sharedCache)
+  if (documentKeep !== undefined) snapshots[SNAPSHOT_KEYS.keptDocuments] = () => documentKeep.counters.snapshot()
 
   const parts: ProcessParts = {
     door, config, pool, gate, logger, clock,
@@ -107,6 +110,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     cacheBudget: new CacheBudget(plan.cacheBudgetBytes.value, CACHE_MAX_ENTRIES),
     origin: requestOrigin(config),
     sharedCache,
+    documentKeep,
   }
   const caches: { snapshot(): MetadataCacheSnapshot }[] = []
   snapshots[SNAPSHOT_KEYS.metadataCache] = () => combinedSnapshot(caches)
@@ -170,6 +174,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       await pool.destroy()
       await opened?.close()
       await sharedCache?.close()
+      await documentKeep?.close()
     },
     metrics: () => readSnapshot(snapshots),
   }

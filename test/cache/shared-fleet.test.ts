@@ -28,7 +28,7 @@ import { loadConfig } from '../../engine/config/load.js'
 import { openSharedCache } from '../../server/roles/shared-cache.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 import { freePort } from '../helpers/ports.js'
-import { runService, type ServiceRun } from '../helpers/service-process.js'
+import { prometheusEnv, runService, type ServiceRun } from '../helpers/service-process.js'
 import { bytesOf, publishDocument } from '../publish/publish-documents.js'
 import { scriptRegistry, type FixtureVersion } from '../peers/fixture-registry.js'
 import { startMisbehavingUpstream, type MisbehavingUpstream } from '../peers/misbehaving-upstream.js'
@@ -97,12 +97,7 @@ function serviceEnv(peers: Peers, port: number, metricsPort: number, index: numb
     SERVICE_MOUNTS__JS__PUBLISH__TARGET: `${peers.privateRegistry.origin}/`,
     SERVICE_MOUNTS__JS__PUBLISH__SCOPES: '["@acme"]',
     SERVICE_MOUNTS__JS__RULES: '[{"rule":"AllowIfOlderThan","seconds":0}]',
-    SERVICE_OBSERVABILITY__TELEMETRY: 'on',
-    OTEL_METRICS_EXPORTER: 'prometheus',
-    OTEL_TRACES_EXPORTER: 'none',
-    OTEL_LOGS_EXPORTER: 'none',
-    OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1',
-    OTEL_EXPORTER_PROMETHEUS_PORT: String(metricsPort),
+    ...prometheusEnv(metricsPort),
   }
 }
 
