@@ -56,6 +56,9 @@ export class FullDocumentStore {
     this.#shared = options.shared
   }
 
+  /** Counts a failed shared-backend operation on this store's behalf (a kept document's read or write, SPEC.md 6.3). */
+  countRefused(): void { this.#counters.refused++ }
+
   /** One upstream document read (counted as a miss). */
   read(): void { this.#counters.miss++ }
 

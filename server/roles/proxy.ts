@@ -99,7 +99,6 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   mountProbes(door, liveness, readiness)
   const sharedCache = await openSharedCache(config, logger)
   const documentKeep = await openDocumentKeep(config, logger, sharedCache)
-  if (documentKeep !== undefined) snapshots[SNAPSHOT_KEYS.keptDocuments] = () => documentKeep.counters.snapshot()
 
   const parts: ProcessParts = {
     door, config, pool, gate, logger, clock,
