@@ -215,11 +215,13 @@ export class PackumentService {
    * selected-version record was written by the package's last render that
    * had a definite private answer, so its version was absent privately
    * then, and no publish relayed here or mirror success has happened since
-   * (either forgets both). Local backend only; never for an owned name.
+   * (either forgets both; on the shared backend any invalidation, on any
+   * replica or role, full-document-store.ts). Never for an owned name.
    */
   async publicSourced(packageName: string, filename: string): Promise<boolean> {
     const { cache, ecosystem } = this.#o
-    if (cache.shared || !cache.full.remembersMisses || this.#o.ownsName?.(packageName) === true) return false
+    if (!cache.full.remembersMisses || this.#o.ownsName?.(packageName) === true) return false
+    if (cache.shared) return cache.full.sharedPublicSourced(ecosystem, packageName, filename)
     const answered = cache.full.answeredRender(ecosystem, packageName)
     if (answered === undefined) return false
     const record = await cache.version.retained(selectedVersionKey(ecosystem, packageName, filename))
@@ -410,7 +412,11 @@ export class PackumentService {
     const render = ++this.#renders
     await this.#retainSelected(subject.packageName, outcome, work, render)
     // A failed private side says nothing of what it lacks: the artifact route then asks it.
-    this.#o.cache.full.noteRender(this.#o.ecosystem, subject.packageName, priv.kind === 'document' || priv.kind === 'miss' ? render : undefined)
+    const definite = priv.kind === 'document' || priv.kind === 'miss'
+    this.#o.cache.full.noteRender(this.#o.ecosystem, subject.packageName, definite ? render : undefined)
+    if (this.#o.cache.shared && !owned) {
+      await this.#o.cache.full.noteSharedRender(this.#o.ecosystem, subject.packageName, definite, outcome.selected.map((s) => s.filename), work.stamp)
+    }
     if (outcome.body === undefined || outcome.etag === undefined) {
       const withheld = withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')
       throw mostRecoverable([...failures, withheld])

@@ -225,6 +225,17 @@ t.test('three proxies sharing a redis-server', { timeout: 600_000 }, async (t) =
     t.equal(kept.reduce((a, b) => a + b, 0), reads.length, `every 304 served the kept document (${kept.join(', ')} by replica)`)
   })
 
+  await t.test('an artifact whose version the public side supplied skips the private leg on every replica', async (t) => {
+    const privateFrom = privateRegistry.requests.length
+    // Package i was listed through replica i % 3: its artifact is asked of another one, which knows it from the shared record.
+    for (const [i, pkg] of PACKAGES.slice(0, 6).entries()) {
+      const res = await request(`${(fleet[(i + 1) % fleet.length] as Proxy).origin}/js/${pkg.name}/-/${pkg.name}-${pkg.version}.tgz`, { headers: AUTH, headersTimeout: 60_000, bodyTimeout: 60_000 })
+      await res.body.dump()
+      t.equal(res.statusCode, 200, `${pkg.name}: served from the public leg`)
+    }
+    t.same(privateRegistry.requests.slice(privateFrom).map((r) => r.url), [], 'the private registry was not asked')
+  })
+
   await t.test('a publish and a Dredger removal are visible on every replica on its next request', async (t) => {
     for (const p of fleet) t.same(Object.keys((await getJson(p.origin, `/js/${OWNED_PATH.slice(1)}`)).body['versions'] ?? {}), ['1.0.0'], 'before: 1.0.0')
     // The private registry holds 2.0.0 once it takes the publish.
