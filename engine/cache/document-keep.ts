@@ -70,8 +70,9 @@ export interface DocumentKeep {
   readonly counters: KeepCounters
   /**
    * The kept document of one side of a package, or undefined (none, or one
-   * that could not be read whole: counted corrupt and discarded). Never
-   * rejects. `charge` is awaited with its byte size before it is read.
+   * that could not be read whole: counted corrupt and discarded; a failed
+   * read: counted failed). `charge` is awaited with the bytes it brings in
+   * (on disk, before they are read); it rejects only when the charge does.
    */
   get(ref: DocumentRef, charge: (bytes: number) => Promise<void> | undefined): Promise<KeptDocument | undefined>
   /** Keeps a document read in full, behind the request (failures counted, never thrown); one without validators is not kept. */
