@@ -251,6 +251,8 @@ async function startProxy(shared: Shared, dir: string): Promise<Setup> {
       observability: { logLevel: 'warn' },
       queue: { path: join(dir, 'queue') },
       store: { path: join(dir, 'store') },
+      // Kept upstream documents survive the restart phase (docs/cache.md "Warm restarts on the local backend").
+      cache: { warmPath: join(dir, 'warm') },
       mounts: jsMount(shared, relay, token),
     }))
     const started = proxy = await ServiceProcess.start('proxy', config, port)
@@ -308,7 +310,8 @@ async function startFleet(shared: Shared, dir: string): Promise<Setup> {
         server: { host: '127.0.0.1', port, baseUrl: frontOrigin, shutdownDrainTimeout: 10 },
         runtime: { cores: 1 },
         observability: { logLevel: 'warn' },
-        cache,
+        // Each replica its own folder of kept documents (one owner per folder; used while the fleet runs on the local backend).
+        cache: { warmPath: join(dir, `${name}-warm`), ...cache },
         queue: { kind: 'sqs', url: queue.queueUrl, region: queue.region, endpoint: queue.endpoint },
         store: { path: join(dir, `${name}-store`) },
         mounts: jsMount(shared, relay, token),

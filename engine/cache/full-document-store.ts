@@ -13,12 +13,21 @@
  * every replica at once. A failed shared read asks the private registry
  * (counted refused), a failed write remembers nothing (SPEC.md 6.3).
  *
- * Beside it, on the local backend only, which render of a package last had
- * a definite answer from the private registry (a document or a miss, not a
- * failure): the artifact route skips the private leg for a file whose
- * selected-version record that render wrote (packument-service.ts
- * `publicSourced`), for the same `cache.privateMissSeconds`.
+ * Beside it, which render of a package last had a definite answer from the
+ * private registry (a document or a miss, not a failure): the artifact
+ * route skips the private leg for a file whose selected-version record that
+ * render wrote (packument-service.ts `publicSourced`), for the same
+ * `cache.privateMissSeconds`. On the local backend the process's render
+ * numbers say it; on the shared backend, under the package's stamp (so an
+ * invalidation on any replica or role ends it tier-wide), a marker names
+ * the last such render (`private-answered`: a random id, or `none` after a
+ * render whose private read failed) and a record of that render lists the
+ * file names it took from the public side (`public-sourced|<id>`). A render
+ * writes its record before its marker, so a marker never names a record
+ * that is not there; a later render's marker makes every older record
+ * unreachable.
  */
+import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { ChargedFetch } from '../listing/charged-fetch.js'
 import { StoreCounters, type StoreSnapshot } from './cache-counters.js'
@@ -27,6 +36,12 @@ import type { SharedTier } from './shared-tier.js'
 
 /** The name of the remembered miss inside a package's shared group. */
 export const PRIVATE_MISS_NAME = 'private-miss'
+
+/** The shared marker of the last render with a definite private answer, and the prefix of that render's record of public-sourced files. */
+export const PRIVATE_ANSWERED_NAME = 'private-answered'
+const PUBLIC_SOURCED_PREFIX = 'public-sourced|'
+/** The marker after a render whose private read failed: no file skips the private leg. */
+const NO_RENDER = 'none'
 
 /** At most this many remembered private misses per process (local backend); the oldest go first. */
 const LOCAL_MISSES = 10_000
@@ -55,6 +70,9 @@ export class FullDocumentStore {
     this.#missMs = options.privateMissMs
     this.#shared = options.shared
   }
+
+  /** Counts a failed shared-backend operation on this store's behalf (a kept document's read or write, SPEC.md 6.3). */
+  countRefused(): void { this.#counters.refused++ }
 
   /** One upstream document read (counted as a miss). */
   read(): void { this.#counters.miss++ }
@@ -104,6 +122,50 @@ export class FullDocumentStore {
     if (render === undefined) return
     this.#answered.set(group, { render, until: this.#clock.now() + this.#missMs })
     if (this.#answered.size > LOCAL_MISSES) this.#answered.delete(this.#answered.keys().next().value as string)
+  }
+
+  /**
+   * The shared backend's `noteRender`: after a render under `stamp` (the
+   * stamp its work read; undefined: the backend failed, nothing is written)
+   * that took `publicFiles` from the public side, with a definite private
+   * answer or not. Failures count refused and write nothing more.
+   */
+  async noteSharedRender(ecosystem: string, packageName: string, definite: boolean, publicFiles: readonly string[], stamp: string | undefined): Promise<void> {
+    const shared = this.#shared
+    if (this.#missMs <= 0 || shared === undefined || stamp === undefined) return
+    const group = packageGroup(ecosystem, packageName)
+    const id = definite && publicFiles.length > 0 ? randomBytes(8).toString('hex') : NO_RENDER
+    try {
+      if (id !== NO_RENDER) {
+        const until = Buffer.from(String(this.#clock.now() + this.#missMs), 'utf8')
+        await shared.backend.writeFields(group, stamp, PUBLIC_SOURCED_PREFIX + id, new Map(publicFiles.map((file) => [file, until])), this.#missMs)
+      }
+      await shared.backend.write(group, stamp, PRIVATE_ANSWERED_NAME, Buffer.from(id, 'utf8'), this.#missMs)
+    } catch {
+      this.#counters.refused++
+    }
+  }
+
+  /**
+   * The shared backend's `answeredRender` for one file: true when the last
+   * render with a definite private answer (under the package's current
+   * stamp, within `cache.privateMissSeconds`) took `filename` from the
+   * public side. Two reads of a few bytes each; a failed one says false
+   * (the private registry is asked) and counts refused.
+   */
+  async sharedPublicSourced(ecosystem: string, packageName: string, filename: string): Promise<boolean> {
+    const shared = this.#shared
+    if (this.#missMs <= 0 || shared === undefined) return false
+    const group = packageGroup(ecosystem, packageName)
+    try {
+      const marker = (await shared.backend.read(group, PRIVATE_ANSWERED_NAME)).value?.toString('utf8')
+      if (marker === undefined || marker === NO_RENDER) return false
+      const until = (await shared.backend.readField(group, PUBLIC_SOURCED_PREFIX + marker, filename)).value
+      return until !== undefined && this.#clock.now() < Number(until.toString('utf8'))
+    } catch {
+      this.#counters.refused++
+      return false
+    }
   }
 
   /** The last render of a package that had the private side's answer, while that knowledge lasts. */

@@ -84,6 +84,8 @@ const CacheSchema = Type.Object({
   maxValueBytes: Defaulted(Type.Integer({ minimum: 1, description: 'largest value written to the shared backend (as sent, compressed); a larger one is not shared' }), 8 * 1024 * 1024),
   keyPrefix: Defaulted(Type.String({ minLength: 1, maxLength: 64, description: 'prefix of every key in the shared backend: two tiers on one server use two prefixes' }), 'rp:'),
   collapseWaitMs: Defaulted(Type.Integer({ minimum: 0, maximum: 120_000, description: 'how long a replica waits for another replica fetching or rendering the same package before it does the work itself' }), 10_000),
+  warmPath: Defaulted(Type.String({ minLength: 1, description: 'local backend: folder of the kept upstream documents, read again after a restart' }), './var/warm'),
+  warmMaxBytes: Defaulted(Type.Integer({ minimum: 0, description: 'local backend: bound of the kept upstream documents on disk; 0 = none kept' }), 536_870_912),
   privateMissSeconds: Defaulted(Type.Integer({ minimum: 0, maximum: 86_400, description: 'how long a private packument miss is remembered (and a public-sourced artifact skips the private leg); 0 = the private registry is asked every time' }), 300),
 }, closed)
 

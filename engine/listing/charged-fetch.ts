@@ -26,9 +26,15 @@ export type ChargedFetch =
  * (failing at the 50 s cap on a paused upstream read, SPEC.md 8).
  */
 export function listingChunkCharge(admission: Admission, ecosystem: Ecosystem, signal?: AbortSignal): (chunk: Uint8Array) => Promise<void> | undefined {
+  const charge = listingBytesCharge(admission, ecosystem, signal)
+  return (chunk) => charge(chunk.byteLength)
+}
+
+/** The same charge for `sourceBytes` of a listing document held by the proxy (a kept document, engine/cache/document-keep.ts). */
+export function listingBytesCharge(admission: Admission, ecosystem: Ecosystem, signal?: AbortSignal): (sourceBytes: number) => Promise<void> | undefined {
   const perSourceByte = ADMISSION_CHARGES.sourcePerByte[ecosystem]
-  return (chunk) => {
-    const bytes = Math.ceil(chunk.byteLength * perSourceByte)
+  return (sourceBytes) => {
+    const bytes = Math.ceil(sourceBytes * perSourceByte)
     if (admission.tryCharge(bytes)) return undefined
     return admission.charge(bytes, { timeoutMs: PAUSE_CAP_UPSTREAM_READ_MS, ...(signal === undefined ? {} : { signal }) })
   }

@@ -15,7 +15,8 @@ import type { AssembledResponse, Freshness, MetadataCache, ReadOptions, SourceVa
 import { assembledKey, DEFAULT_ASSEMBLED_TTL_MS, selectedVersionKey } from '../cache/metadata-cache.js'
 import type { Clock } from '../clock.js'
 import { isServiceError, ServiceError } from '../errors.js'
-import { fetchCharged, type ChargedFetch } from '../listing/charged-fetch.js'
+import { readThroughKeep, type DocumentKeep } from '../cache/document-keep.js'
+import { fetchCharged, listingBytesCharge, type ChargedFetch } from '../listing/charged-fetch.js'
 import { mostRecoverable } from '../listing/most-recoverable.js'
 import { responseChargeBytes } from '../listing/output-basis.js'
 import { chunkBytes, withPrepaidResponse } from '../listing/prepaid-charge.js'
@@ -76,6 +77,12 @@ export interface PackumentServiceOptions {
    */
   readonly ownsName?: (packageName: string) => boolean
   /** Codes an assembled body (in production a pool task); without it every answer is identity. */
+  /**
+   * Upstream documents kept with their validators (engine/cache/document-keep.ts):
+   * a full read of a kept one is a conditional request, and a 304 renders
+   * from the kept body. Absent: every full read reads the body.
+   */
+  readonly keep?: DocumentKeep | undefined
   readonly compress?: (body: Uint8Array, coding: Exclude<ContentCoding, 'identity'>, signal: AbortSignal) => Promise<Uint8Array>
   /**
    * Revalidation (issue 17 item 2). Without it an answer is reused for the
@@ -208,11 +215,13 @@ export class PackumentService {
    * selected-version record was written by the package's last render that
    * had a definite private answer, so its version was absent privately
    * then, and no publish relayed here or mirror success has happened since
-   * (either forgets both). Local backend only; never for an owned name.
+   * (either forgets both; on the shared backend any invalidation, on any
+   * replica or role, full-document-store.ts). Never for an owned name.
    */
   async publicSourced(packageName: string, filename: string): Promise<boolean> {
     const { cache, ecosystem } = this.#o
-    if (cache.shared || !cache.full.remembersMisses || this.#o.ownsName?.(packageName) === true) return false
+    if (!cache.full.remembersMisses || this.#o.ownsName?.(packageName) === true) return false
+    if (cache.shared) return cache.full.sharedPublicSourced(ecosystem, packageName, filename)
     const answered = cache.full.answeredRender(ecosystem, packageName)
     if (answered === undefined) return false
     const record = await cache.version.retained(selectedVersionKey(ecosystem, packageName, filename))
@@ -345,9 +354,17 @@ export class PackumentService {
    * path must show at once.
    */
   #read(client: UpstreamClient | undefined, subject: Subject, signal: AbortSignal, validators?: DocumentValidators): Promise<ChargedFetch> {
-    const { cache, ecosystem, privateClient } = this.#o
-    const ask = (): Promise<ChargedFetch> => fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, ecosystem, signal, validators)
-    if (client === undefined) return ask()
+    const { cache, ecosystem, privateClient, keep } = this.#o
+    const fetchFrom = (asked: DocumentValidators | undefined): Promise<ChargedFetch> =>
+      fetchCharged(client, (c, options) => c.fetchDocument(subject.packageName, options), subject.admission, ecosystem, signal, asked)
+    if (client === undefined) return fetchFrom(validators)
+    // A kept document makes a full read conditional (docs/cache.md "Kept upstream documents").
+    const ask = keep === undefined
+      ? (): Promise<ChargedFetch> => fetchFrom(validators)
+      : (): Promise<ChargedFetch> => readThroughKeep({
+          keep, ref: { ecosystem, packageName: subject.packageName, side: client === privateClient ? 'private' : 'public', upstream: client.baseUrl.href },
+          charge: listingBytesCharge(subject.admission, ecosystem, signal), ask: fetchFrom,
+        }, validators)
     if (client !== privateClient || this.#o.ownsName?.(subject.packageName) === true) {
       cache.full.read()
       return ask()
@@ -395,7 +412,11 @@ export class PackumentService {
     const render = ++this.#renders
     await this.#retainSelected(subject.packageName, outcome, work, render)
     // A failed private side says nothing of what it lacks: the artifact route then asks it.
-    this.#o.cache.full.noteRender(this.#o.ecosystem, subject.packageName, priv.kind === 'document' || priv.kind === 'miss' ? render : undefined)
+    const definite = priv.kind === 'document' || priv.kind === 'miss'
+    this.#o.cache.full.noteRender(this.#o.ecosystem, subject.packageName, definite ? render : undefined)
+    if (this.#o.cache.shared && !owned) {
+      await this.#o.cache.full.noteSharedRender(this.#o.ecosystem, subject.packageName, definite, outcome.selected.map((s) => s.filename), work.stamp)
+    }
     if (outcome.body === undefined || outcome.etag === undefined) {
       const withheld = withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')
       throw mostRecoverable([...failures, withheld])

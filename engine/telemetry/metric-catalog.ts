@@ -239,6 +239,7 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
   labelled('service.mirror.jobs.processed', '{job}', 'mirror jobs by result, including discarded', SNAPSHOT_KEYS.mirrorJobsProcessed, 'result'),
   labelled('service.packument.versions.dropped', '{version}', 'versions dropped from a packument as unreadable or inconsistent, by reason', SNAPSHOT_KEYS.packumentVersionsDropped, 'reason'),
   // Revalidation of retained packument answers (issue 17 item 2): not_modified costs no read and no parse.
+  labelled('service.packument.kept_documents', '{document}', 'kept upstream documents (docs/cache.md "Kept upstream documents"), by result: revalidated (a 304 let the kept body serve the render), replaced, written, corrupt (discarded, never served), evicted (byte bound), failed', SNAPSHOT_KEYS.keptDocuments, 'result'),
   labelled('service.packument.revalidations', '{revalidation}', 'retained packument answers checked again, by result: not_modified (every upstream answered 304, nothing read or parsed), modified, failed (rendered again), regated (a quarantine ended or the advisory push expired: rendered again), stale_served (requests served while one ran behind them)', SNAPSHOT_KEYS.packumentRevalidations, 'result'),
   // The mirror queue (issues 12 and 30): what the proxy's enqueue buffer did with each job and holds now, and what the embedded queue refused or dropped.
   {

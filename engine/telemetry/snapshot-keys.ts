@@ -26,6 +26,8 @@ export const SNAPSHOT_KEYS = Object.freeze({
   packumentVersionsDropped: 'service.packument.versions.dropped',
   /** engine/packument/packument-service.ts `revalidations`. */
   packumentRevalidations: 'service.packument.revalidations',
+  /** engine/cache/document-keep.ts KeepCounters (issue 29 items 4 and 1). */
+  keptDocuments: 'service.packument.kept_documents',
   /** server/routes/artifact-counters.ts of the `/js` mount. */
   artifact: 'service.artifact',
   /** engine/publish/publish-counters.ts (SPEC.md 4.3). */

@@ -6,6 +6,7 @@
  * engine/policy/mount-policy.ts.
  */
 import { REVALIDATED_RETENTION_MS } from '../../engine/cache/metadata-cache.js'
+import { SharedDocumentKeep } from '../../engine/cache/shared-document-keep.js'
 import { structureLimits } from '../../engine/config/structure-limits.js'
 import { isServiceError } from '../../engine/errors.js'
 import { retainedAnswers } from '../../engine/mirror/retained-packuments.js'
@@ -39,6 +40,9 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     // Answers are revalidated (PackumentService `revalidation`): kept for their validators beyond their fresh minutes.
     assembledTtlMs: REVALIDATED_RETENTION_MS,
   })
+  // Kept upstream documents: in the shared backend with one, else the process's folder (./kept-documents.ts).
+  const sharedKeep = o.sharedCache === undefined ? undefined : new SharedDocumentKeep({ tier: o.sharedCache.tier, refused: () => cache.full.countRefused() })
+  const keep = sharedKeep ?? o.documentKeep
   const dropped = new DroppedVersionRecord({ logger, ecosystem: 'js' })
   const limits = structureLimits(config.limits)
   // First-party names (inside publish.scopes) never take public versions: the dependency-confusion guard.
@@ -49,6 +53,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     publicClient,
     ...(ownedScopes.length === 0 ? {} : { ownsName: ownsName(ownedScopes) }),
     cache,
+    keep,
     clock,
     generation: answerGeneration(o, policy),
     observe: (outcome, packageName) => {
@@ -153,11 +158,12 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
   const snapshots: SnapshotReaders = {
     [SNAPSHOT_KEYS.packumentVersionsDropped]: () => dropped.snapshot(),
     [SNAPSHOT_KEYS.packumentRevalidations]: () => service.revalidations.snapshot(),
+    ...(keep === undefined ? {} : { [SNAPSHOT_KEYS.keptDocuments]: () => keep.counters.snapshot() }),
     [SNAPSHOT_KEYS.artifact]: () => artifactCounters.snapshot(),
     ...(publish === undefined ? {} : { [SNAPSHOT_KEYS.publish]: () => publishCounters.snapshot() }),
   }
   return {
-    clients: [privateClient, publicClient, publishTarget].filter((c): c is NonNullable<typeof c> => c !== undefined),
+    clients: [privateClient, publicClient, publishTarget, sharedKeep].filter((c): c is NonNullable<typeof c> => c !== undefined),
     publicClient,
     cache,
     snapshots,

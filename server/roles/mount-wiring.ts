@@ -7,6 +7,7 @@
 import type { Piscina } from 'piscina'
 import { readBuildInfo } from '../../engine/build-info.js'
 import type { CacheBudget } from '../../engine/cache/cache-budget.js'
+import type { DocumentKeep } from '../../engine/cache/document-keep.js'
 import { MetadataCache, type MetadataCacheOptions } from '../../engine/cache/metadata-cache.js'
 import type { Clock } from '../../engine/clock.js'
 import type { Config, MountConfig } from '../../engine/config/config.js'
@@ -43,6 +44,8 @@ export interface ProcessParts {
   readonly origin: RequestOrigin
   /** `cache.backend: redis`: the tier's shared cache (./shared-cache.ts); undefined on the local backend. */
   readonly sharedCache?: SharedCache | undefined
+  /** Upstream documents kept with their validators (./kept-documents.ts); undefined: none kept. */
+  readonly documentKeep?: DocumentKeep | undefined
   readonly logger: Logger
   readonly clock: Clock
 }

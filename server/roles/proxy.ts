@@ -41,6 +41,7 @@ import { mountProbes } from '../routes/probes.js'
 import { attachAdvisoryConsumers, readsAdvisories } from './advisory-wiring.js'
 import { attachEnqueueBuffer } from './enqueue-wiring.js'
 import { attachJsMount } from './js-wiring.js'
+import { openDocumentKeep } from './kept-documents.js'
 import { bootPolicy, PolicyReloader, withPolicyRules } from './policy-reloader.js'
 import { attachMirrorWorker, type MirrorMountSource } from './mirror.js'
 import { openMirrorQueue } from './mirror-queue.js'
@@ -94,12 +95,13 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const opened = await openMirrorQueue(ctx)
   const embedded = opened?.queue instanceof EmbeddedQueue ? opened.queue : undefined
   if (embedded !== undefined) snapshots[SNAPSHOT_KEYS.mirrorQueue] = () => embedded.stats()
-  // Serve-then-enqueue through a bounded, charged buffer: a slow or refusing queue never holds a response or the heap (issue 30).
   const sharedCache = await openSharedCache(config, logger)
   // With a shared backend, one recent-enqueue memory for the tier: one job per artifact across every proxy.
   const enqueueMemory = sharedCache === undefined ? undefined : sharedEnqueueMemory(sharedCache.claims)
+  // Serve-then-enqueue through a bounded, charged buffer: a slow or refusing queue never holds a response or the heap (issue 30).
   const enqueueBuffer = opened === undefined ? undefined : attachEnqueueBuffer({ config, logger, clock, plan, queue: opened.queue, embedded, readiness, snapshots, memory: enqueueMemory })
   mountProbes(door, liveness, readiness)
+  const documentKeep = await openDocumentKeep(config, logger, sharedCache)
 
   const parts: ProcessParts = {
     door, config, pool, gate, logger, clock,
@@ -110,6 +112,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     cacheBudget: new CacheBudget(plan.cacheBudgetBytes.value, CACHE_MAX_ENTRIES),
     origin: requestOrigin(config),
     sharedCache,
+    documentKeep,
   }
   const caches: { snapshot(): MetadataCacheSnapshot }[] = []
   snapshots[SNAPSHOT_KEYS.metadataCache] = () => combinedSnapshot(caches)
@@ -173,6 +176,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
       await pool.destroy()
       await opened?.close()
       await sharedCache?.close()
+      await documentKeep?.close()
     },
     metrics: () => readSnapshot(snapshots),
   }

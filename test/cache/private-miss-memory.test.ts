@@ -8,7 +8,7 @@
 import t from 'tap'
 import { MetadataCache } from '../../engine/cache/metadata-cache.js'
 import { MemoryBackend } from '../../engine/cache/memory-backend.js'
-import type { SharedCacheBackend } from '../../engine/cache/shared-backend.js'
+import { backendInvalidation, type SharedCacheBackend } from '../../engine/cache/shared-backend.js'
 import { SharedTier } from '../../engine/cache/shared-tier.js'
 import { ServiceError } from '../../engine/errors.js'
 import type { ChargedFetch } from '../../engine/listing/charged-fetch.js'
@@ -184,7 +184,7 @@ t.test('public-sourced: the last render with a definite private answer selected 
   t.equal(await s.packuments.publicSourced('only', 'only-1.0.0.tgz'), false, 'and it ends with privateMissSeconds')
 })
 
-t.test('public-sourced: never after a render whose private read failed, nor for an owned name, nor with the shared backend', async (t) => {
+t.test('public-sourced: never after a render whose private read failed, nor for an owned name', async (t) => {
   const clock = new ManualClock()
   let answer: 'document' | 'failed' = 'document'
   const s = service(clock, () => answer)
@@ -201,8 +201,56 @@ t.test('public-sourced: never after a render whose private read failed, nor for 
   await t.rejects(owned.list(true), { code: 'UPSTREAM_MISS' })
   t.equal(owned.privateReads(), 2, 'an owned name\'s miss is never remembered')
   t.equal(await owned.packuments.publicSourced('only', 'only-1.0.0.tgz'), false)
+})
 
-  const shared = service(clock, () => 'miss', { shared: new SharedTier({ backend: new MemoryBackend(clock), ttlMs: 86_400_000, maxValueBytes: 1 << 20, collapseWaitMs: 0 }) })
-  await shared.list(false)
-  t.equal(await shared.packuments.publicSourced('only', 'only-1.0.0.tgz'), false, 'the shared backend always asks the private leg')
+t.test('public-sourced, shared: one replica\'s render serves the tier; an invalidation anywhere or a failed private read ends it tier-wide', async (t) => {
+  const clock = new ManualClock()
+  const backend = new MemoryBackend(clock)
+  const tier = (): SharedTier => new SharedTier({ backend, ttlMs: 86_400_000, maxValueBytes: 1 << 20, collapseWaitMs: 0 })
+  let answerB: 'document' | 'failed' = 'document'
+  // A private document without the version: a definite answer, and no remembered miss (replica b's private reads are its own).
+  const a = service(clock, () => 'document', { shared: tier() })
+  const b = service(clock, () => answerB, { shared: tier() })
+  t.equal(await b.packuments.publicSourced('only', 'only-1.0.0.tgz'), false, 'nothing rendered yet')
+  await a.list(false)
+  t.equal(await b.packuments.publicSourced('only', 'only-1.0.0.tgz'), true, 'replica a\'s render skips the private leg on replica b')
+  t.equal(await b.packuments.publicSourced('only', 'only-2.0.0.tgz'), false, 'a file the render did not select')
+
+  // What `service mirror` and `service dredger` call after a publish or a removal: the package's stamp moves.
+  await backendInvalidation(backend).invalidate('js', 'only')
+  t.equal(await a.packuments.publicSourced('only', 'only-1.0.0.tgz'), false, 'an invalidation by another role ends it on replica a')
+  t.equal(await b.packuments.publicSourced('only', 'only-1.0.0.tgz'), false, 'and on replica b')
+  await a.list(false)
+  t.equal(await b.packuments.publicSourced('only', 'only-1.0.0.tgz'), true, 'known again after the next render')
+
+  // Replica b renders the other form while the private registry fails: nothing is known of the private side, on any replica.
+  answerB = 'failed'
+  await b.list(true)
+  t.equal(await a.packuments.publicSourced('only', 'only-1.0.0.tgz'), false, 'a later render whose private read failed ends it on every replica')
+
+  await b.cache.invalidate('js', 'only')
+  await a.list(false)
+  t.equal(await b.packuments.publicSourced('only', 'only-1.0.0.tgz'), true)
+  clock.advance(MISS_MS)
+  t.equal(await b.packuments.publicSourced('only', 'only-1.0.0.tgz'), false, 'it ends with privateMissSeconds')
+})
+
+t.test('public-sourced, shared: a failing backend says no (the private leg is asked) and counts refused', async (t) => {
+  const clock = new ManualClock()
+  const backend = new MemoryBackend(clock)
+  let failing = false
+  const flaky = new Proxy(backend, {
+    get: (target, key, receiver) => {
+      const value = Reflect.get(target, key, receiver) as unknown
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => (failing && (key === 'read' || key === 'readField') ? Promise.reject(new ServiceError('CACHE_BACKEND_FAILED')) : (value as (...a: unknown[]) => unknown).apply(target, args))
+    },
+  }) as SharedCacheBackend
+  const s = service(clock, () => 'miss', { shared: new SharedTier({ backend: flaky, ttlMs: 86_400_000, maxValueBytes: 1 << 20, collapseWaitMs: 0 }) })
+  await s.list(false)
+  t.equal(await s.packuments.publicSourced('only', 'only-1.0.0.tgz'), true)
+  failing = true
+  const before = s.cache.snapshot().full.refused
+  t.equal(await s.packuments.publicSourced('only', 'only-1.0.0.tgz'), false)
+  t.equal(s.cache.snapshot().full.refused, before + 1, 'counted refused')
 })

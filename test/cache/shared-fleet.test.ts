@@ -28,7 +28,7 @@ import { loadConfig } from '../../engine/config/load.js'
 import { openSharedCache } from '../../server/roles/shared-cache.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 import { freePort } from '../helpers/ports.js'
-import { runService, type ServiceRun } from '../helpers/service-process.js'
+import { prometheusEnv, runService, type ServiceRun } from '../helpers/service-process.js'
 import { bytesOf, publishDocument } from '../publish/publish-documents.js'
 import { scriptRegistry, type FixtureVersion } from '../peers/fixture-registry.js'
 import { startMisbehavingUpstream, type MisbehavingUpstream } from '../peers/misbehaving-upstream.js'
@@ -76,7 +76,7 @@ function scriptPrivate(registry: MisbehavingUpstream, versions: readonly string[
   registry.script(OWNED_PATH, { kind: 'respond', status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(privateDocument(versions)) })
 }
 
-function serviceEnv(peers: Peers, port: number, metricsPort: number, index: number): Record<string, string> {
+function serviceEnv(peers: Peers, port: number, metricsPort: number, index: number, rules = '[{"rule":"AllowIfOlderThan","seconds":0}]'): Record<string, string> {
   return {
     SERVICE_SERVER__PORT: String(port),
     SERVICE_SERVER__HOST: '127.0.0.1',
@@ -96,21 +96,16 @@ function serviceEnv(peers: Peers, port: number, metricsPort: number, index: numb
     SERVICE_MOUNTS__JS__UPSTREAMS__PRIVATE__URL: `${peers.privateRegistry.origin}/`,
     SERVICE_MOUNTS__JS__PUBLISH__TARGET: `${peers.privateRegistry.origin}/`,
     SERVICE_MOUNTS__JS__PUBLISH__SCOPES: '["@acme"]',
-    SERVICE_MOUNTS__JS__RULES: '[{"rule":"AllowIfOlderThan","seconds":0}]',
-    SERVICE_OBSERVABILITY__TELEMETRY: 'on',
-    OTEL_METRICS_EXPORTER: 'prometheus',
-    OTEL_TRACES_EXPORTER: 'none',
-    OTEL_LOGS_EXPORTER: 'none',
-    OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1',
-    OTEL_EXPORTER_PROMETHEUS_PORT: String(metricsPort),
+    SERVICE_MOUNTS__JS__RULES: rules,
+    ...prometheusEnv(metricsPort),
   }
 }
 
-async function startFleet(t: Test, peers: Peers): Promise<Proxy[]> {
+async function startFleet(t: Test, peers: Peers, rules?: string): Promise<Proxy[]> {
   const fleet = await Promise.all([0, 1, 2].map(async (index) => {
     const port = await freePort()
     const metricsPort = await freePort()
-    const run = runService(t, ['proxy'], serviceEnv(peers, port, metricsPort, index))
+    const run = runService(t, ['proxy'], serviceEnv(peers, port, metricsPort, index, rules))
     return { origin: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}/metrics`, run }
   }))
   await Promise.all(fleet.map((p) => p.run.waitForOutput('proxy listening', BOOT_TIMEOUT_MS)))
@@ -174,7 +169,8 @@ t.test('three proxies sharing a redis-server', { timeout: 600_000 }, async (t) =
   t.teardown(() => ca.remove())
   const publicRegistry = await startMisbehavingUpstream({ tls: ca })
   t.teardown(() => publicRegistry.stop())
-  await scriptRegistry(publicRegistry, PACKAGES)
+  // A registry that honours If-None-Match, so a kept document's revalidation is a 304.
+  for (const [name, doc] of await scriptRegistry(publicRegistry, PACKAGES)) publicRegistry.script(doc.path, { kind: 'conditional', etag: `"${name}-r1"`, body: doc.body })
   const privateRegistry = await startMisbehavingUpstream()
   t.teardown(() => privateRegistry.stop())
   scriptPrivate(privateRegistry, ['1.0.0'])
@@ -210,6 +206,34 @@ t.test('three proxies sharing a redis-server', { timeout: 600_000 }, async (t) =
     t.same(wrong, [])
     t.same(packumentReads(publicRegistry, publicFrom), [], 'no public read')
     t.same(packumentReads(privateRegistry, privateFrom), [], 'no private read')
+  })
+
+  await t.test('all three restarted under other rules: each package re-rendered after a 304, no full read', async (t) => {
+    await stopFleet(fleet)
+    // Other rules are another generation: no retained answer serves; the kept documents (shared) make each read a conditional one.
+    fleet = await startFleet(outer, peers, '[{"rule":"AllowIfOlderThan","seconds":1}]')
+    const publicFrom = publicRegistry.requests.length
+    await spread(fleet, 20, 4, correct)
+    t.same(wrong, [])
+    const reads = publicRegistry.requests.slice(publicFrom).filter((r) => r.method === 'GET' && !r.url.includes('/-/'))
+    t.same(reads.filter((r) => r.headers['if-none-match'] === undefined).map((r) => r.url), [], 'no full public read')
+    t.equal(new Set(reads.map((r) => r.url)).size, 20, `one conditional read per package (${reads.length} reads)`)
+    const kept = await Promise.all(fleet.map(async (p) => {
+      const text = await (await request(p.metrics)).body.text()
+      return Number(/^service_packument_kept_documents(?:_total)?\{[^}]*result="revalidated"[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0)
+    }))
+    t.equal(kept.reduce((a, b) => a + b, 0), reads.length, `every 304 served the kept document (${kept.join(', ')} by replica)`)
+  })
+
+  await t.test('an artifact whose version the public side supplied skips the private leg on every replica', async (t) => {
+    const privateFrom = privateRegistry.requests.length
+    // Package i was listed through replica i % 3: its artifact is asked of another one, which knows it from the shared record.
+    for (const [i, pkg] of PACKAGES.slice(0, 6).entries()) {
+      const res = await request(`${(fleet[(i + 1) % fleet.length] as Proxy).origin}/js/${pkg.name}/-/${pkg.name}-${pkg.version}.tgz`, { headers: AUTH, headersTimeout: 60_000, bodyTimeout: 60_000 })
+      await res.body.dump()
+      t.equal(res.statusCode, 200, `${pkg.name}: served from the public leg`)
+    }
+    t.same(privateRegistry.requests.slice(privateFrom).map((r) => r.url), [], 'the private registry was not asked')
   })
 
   await t.test('a publish and a Dredger removal are visible on every replica on its next request', async (t) => {

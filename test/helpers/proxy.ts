@@ -61,7 +61,10 @@ export async function startTestProxy(t: Teardown, options: StartOptions = {}): P
   const dir = await mkdtemp(join(tmpdir(), 'proxy-test-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   // One core: tests start many proxies on a shared 2-core machine.
-  const document: Record<string, unknown> = { mounts: OFFLINE_JS_MOUNT, runtime: { cores: 1 }, queue: { path: join(dir, 'queue') }, store: { path: join(dir, 'store') }, ...options.document }
+  const givenCache = options.document?.['cache'] as Record<string, unknown> | undefined
+  // The kept documents go to this proxy's own folder (not ./var/warm of the checkout, shared by every test that runs).
+  const cache = { warmPath: join(dir, 'warm'), ...givenCache }
+  const document: Record<string, unknown> = { mounts: OFFLINE_JS_MOUNT, runtime: { cores: 1 }, queue: { path: join(dir, 'queue') }, store: { path: join(dir, 'store') }, ...options.document, cache }
   const given = document['server'] as { edgeTokens?: string[] } | undefined
   const edgeTokens = options.edgeToken === undefined ? {} : { edgeTokens: [...(given?.edgeTokens ?? []), options.edgeToken] }
   const server = { host: '127.0.0.1', ...given, ...edgeTokens, port, ...(options.unsetBaseUrl === true ? {} : { baseUrl: `http://127.0.0.1:${port}` }) }

@@ -8,7 +8,8 @@
  * role stops on the launcher's disconnect only once it has booted.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { readBuildInfo } from '../../engine/build-info.js'
 
@@ -24,14 +25,28 @@ export interface ServiceRun {
   waitForOutput(text: string, timeoutMs?: number): Promise<void>
 }
 
+/** The environment of a service process that serves its metrics to Prometheus on 127.0.0.1:`metricsPort` (nothing else exported). */
+export function prometheusEnv(metricsPort: number): Record<string, string> {
+  return {
+    SERVICE_OBSERVABILITY__TELEMETRY: 'on',
+    OTEL_METRICS_EXPORTER: 'prometheus',
+    OTEL_TRACES_EXPORTER: 'none',
+    OTEL_LOGS_EXPORTER: 'none',
+    OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1',
+    OTEL_EXPORTER_PROMETHEUS_PORT: String(metricsPort),
+  }
+}
+
 interface Teardown { teardown(fn: () => unknown): void }
 
 /** `node`: another Node binary to run the service on (the runtime tests); default this one. */
 export function runService(t: Teardown, args: readonly string[], env: Record<string, string> = {}, node: string = process.execPath): ServiceRun {
   if (!existsSync(SERVICE_BIN)) throw new Error(`${SERVICE_BIN} is missing: run \`npm run build\` (npm test does it first)`)
+  // A folder of its own for the kept documents unless the test names one (a restart test does): not ./var/warm of the checkout.
+  const warm = env['SERVICE_CACHE__WARM_PATH'] === undefined ? mkdtempSync(join(tmpdir(), 'service-warm-')) : undefined
   const child = spawn(node, [SERVICE_BIN, ...args], {
     // No lame-duck period unless a test asks for one: the tests that stop a proxy with SIGTERM would each wait it out.
-    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', SERVICE_SERVER__DRAIN_DELAY_SECONDS: '0', ...env },
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', SERVICE_SERVER__DRAIN_DELAY_SECONDS: '0', ...(warm === undefined ? {} : { SERVICE_CACHE__WARM_PATH: warm }), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
@@ -57,6 +72,7 @@ export function runService(t: Teardown, args: readonly string[], env: Record<str
       // ESRCH: the group is gone, every process in it has exited.
     }
     if (running) await exited
+    if (warm !== undefined) rmSync(warm, { recursive: true, force: true })
   })
   return {
     child,

@@ -24,6 +24,8 @@ export interface PackumentLike {
 export type Misbehaviour =
   /** A well-formed answer. */
   | { readonly kind: 'respond', readonly status?: number, readonly headers?: Headers, readonly body?: Body }
+  /** A 200 with `etag`, or a bodiless 304 when the request's If-None-Match names it (a registry honouring validators). */
+  | { readonly kind: 'conditional', readonly etag: string, readonly body: Body }
   /** Headers after `firstByteDelayMs`, then the body in `chunkBytes` pieces every `chunkDelayMs`. */
   | { readonly kind: 'slow', readonly body: Body, readonly headers?: Headers, readonly firstByteDelayMs?: number, readonly chunkBytes?: number, readonly chunkDelayMs?: number }
   /** Declares the full length, sends `afterBytes` (default half), then resets the connection (TCP RST). */
@@ -132,6 +134,10 @@ export class MisbehavingUpstream {
     switch (step.kind) {
       case 'respond':
         send(res, step.status ?? 200, step.headers ?? { 'content-type': JSON_TYPE }, step.body ?? '')
+        return
+      case 'conditional':
+        if (req.headers['if-none-match'] === step.etag) send(res, 304, { etag: step.etag }, '')
+        else send(res, 200, { 'content-type': JSON_TYPE, etag: step.etag }, step.body)
         return
       case 'slow':
         this.#slow(step, res)

@@ -18,7 +18,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { request } from 'undici'
 import { freePort } from '../helpers/ports.js'
-import { runService, type ServiceRun } from '../helpers/service-process.js'
+import { prometheusEnv, runService, type ServiceRun } from '../helpers/service-process.js'
 
 const hasPrometheus = spawnSync('promtool', ['--version']).status === 0 && spawnSync('prometheus', ['--version']).status === 0
 
@@ -39,12 +39,7 @@ async function startProxy(t: Test, metricsPort: number): Promise<{ run: ServiceR
     SERVICE_STORE__PATH: join(dir, 'store'),
     SERVICE_MOUNTS__JS__UPSTREAMS__PUBLIC__URL: 'https://upstream.invalid/',
     SERVICE_MOUNTS__JS__RULES: '[{"rule":"AllowIfOlderThan","seconds":0}]',
-    SERVICE_OBSERVABILITY__TELEMETRY: 'on',
-    OTEL_METRICS_EXPORTER: 'prometheus',
-    OTEL_TRACES_EXPORTER: 'none',
-    OTEL_LOGS_EXPORTER: 'none',
-    OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1',
-    OTEL_EXPORTER_PROMETHEUS_PORT: String(metricsPort),
+    ...prometheusEnv(metricsPort),
   })
   await run.waitForOutput('proxy listening')
   return { run, url: `http://127.0.0.1:${port}` }
