@@ -120,7 +120,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     const mount = config.mounts[key]
     if (mount === undefined) continue
     readiness.addMount(key, needsAdvisoryDatabase(mount.rules))
-    const policy = mountPolicy({ ecosystem: key, rules: mount.rules, waivers: boot?.document.waivers ?? [], configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock })
+    const policy = mountPolicy({ ecosystem: key, rules: mount.rules, waivers: boot?.document.waivers ?? [], configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock, ownedScopes: mount.publish?.scopes ?? [] })
     slots.set(key, policy.slot)
     policies.set(key, { policy, configured: ctx.config.mounts[key]?.rules ?? mount.rules })
     const attached = ATTACH[key]({ ...parts, mount, policy, enqueue: mount.mirror === undefined ? undefined : enqueueBuffer?.enqueue })
@@ -135,6 +135,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   reloader?.start()
   snapshots[SNAPSHOT_KEYS.policy] = () => ({
     waiverAdmissions: Object.fromEntries([...policies].map(([key, { policy }]) => [key, policy.waiverAdmissions()])),
+    malwareRefusals: Object.fromEntries([...policies].map(([key, { policy }]) => [key, policy.malwareRefusals()])),
     ...(reloader === undefined ? {} : { reloads: reloader.counts }),
   })
   // Embedded queue: this process owns its folder, so it runs the worker too, for every mount with a mirror target (SQS: `service mirror` does).
