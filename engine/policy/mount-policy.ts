@@ -30,7 +30,6 @@ import { SkippedCheckRecord } from './skipped-check-record.js'
 import { createPolicyEvaluator } from './waived-evaluator.js'
 import { WaiverAdmissions } from './waiver-admissions.js'
 import type { WaiverConfig } from './waivers.js'
-import { ownsName } from '../publish/publish-scope.js'
 import { MalwareRefusals } from './malware-refusals.js'
 import { privateMalwareGate, type PrivateVerdict } from './private-malware-gate.js'
 
@@ -73,8 +72,12 @@ export interface MountPolicyOptions {
   readonly slot: AdvisorySlot
   readonly logger: Logger
   readonly clock: Clock
-  /** The mount's `publish.scopes` (first-party names): never judged on the private side. */
-  readonly ownedScopes?: readonly string[]
+  /**
+   * The mount's first-party names (`publish.scopes`, and the test the
+   * root builds from them, engine/publish/publish-scope.ts `ownsName`):
+   * never judged on the private side. The scopes go to the workers as data.
+   */
+  readonly firstParty?: { readonly scopes: readonly string[]; readonly owns: (name: string) => boolean }
 }
 
 export interface MountPolicy {
@@ -123,8 +126,8 @@ export function mountPolicy(options: MountPolicyOptions): MountPolicy {
   let rules = options.rules
   let waivers = options.waivers ?? []
   let evaluator = createPolicyEvaluator(rules, waivers, context)
-  const ownedScopes = options.ownedScopes ?? []
-  const firstParty = ownedScopes.length === 0 ? undefined : ownsName(ownedScopes)
+  const ownedScopes = options.firstParty?.scopes ?? []
+  const firstParty = ownedScopes.length === 0 ? undefined : options.firstParty?.owns
   let privateGate = privateMalwareGate(rules, waivers, context, firstParty)
   const malware = new MalwareRefusals(ecosystem, logger)
   const policyDigest = (): string => (waivers.length === 0 ? rulesDigest(rules) : shortDigest({ rules, waivers }))

@@ -45,6 +45,7 @@ import { attachMirrorWorker, type MirrorMountSource } from './mirror.js'
 import { openMirrorQueue } from './mirror-queue.js'
 import { packageInvalidation, type ProcessParts } from './mount-wiring.js'
 import { openObjectStore } from './object-store.js'
+import { ownsName } from '../../engine/publish/publish-scope.js'
 import { attachPyMount } from './py-wiring.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
@@ -120,7 +121,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     const mount = config.mounts[key]
     if (mount === undefined) continue
     readiness.addMount(key, needsAdvisoryDatabase(mount.rules))
-    const policy = mountPolicy({ ecosystem: key, rules: mount.rules, waivers: boot?.document.waivers ?? [], configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock, ownedScopes: mount.publish?.scopes ?? [] })
+    const policy = mountPolicy({ ecosystem: key, rules: mount.rules, waivers: boot?.document.waivers ?? [], configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock, firstParty: { scopes: mount.publish?.scopes ?? [], owns: ownsName(mount.publish?.scopes ?? []) } })
     slots.set(key, policy.slot)
     policies.set(key, { policy, configured: ctx.config.mounts[key]?.rules ?? mount.rules })
     const attached = ATTACH[key]({ ...parts, mount, policy, enqueue: mount.mirror === undefined ? undefined : enqueueBuffer?.enqueue })

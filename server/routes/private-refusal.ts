@@ -11,7 +11,14 @@ import type { ServiceError } from '../../engine/errors.js'
 import type { VersionFacts } from '../../engine/policy/decision.js'
 import { explainRefusal } from '../../engine/policy/explain.js'
 import type { MountPolicy } from '../../engine/policy/mount-policy.js'
+import { fileNameVersion } from '../../engine/pypi/file-name-version.js'
+import { normalizeProjectName } from '../../engine/pypi/project-name.js'
 import { refusalOf } from './artifact-answers.js'
+
+/** The PEP 440 version a `py` distribution's file name carries (sdist or wheel), or undefined. */
+export function pyFileVersion(project: string, file: string): string | undefined {
+  return fileNameVersion(file, normalizeProjectName(project))?.version
+}
 
 /** `privateRefusal` of the private leg (private-leg.ts) for one mount; `versionOf` reads a file name of the mount (undefined: not judged). */
 export function privateMalwareRefusal(

@@ -131,7 +131,7 @@ t.test('the mount policy counts and logs malware refusals by side', async (t) =>
   const logger = new RecordingLogger()
   const slot = new AdvisorySlot()
   slot.swap({ database, shared: new SharedArrayBuffer(8), etag: '"1"', publishedAt: new Date(NOW - 60_000) } as never)
-  const policy = mountPolicy({ ecosystem: 'js', rules, configuredMaxAgeSeconds: 0, slot, logger, clock, ownedScopes: ['@acme'] })
+  const policy = mountPolicy({ ecosystem: 'js', rules, configuredMaxAgeSeconds: 0, slot, logger, clock, firstParty: { scopes: ['@acme'], owns: (name) => name.startsWith('@acme/') } })
   t.equal(policy.privateVerdict('@acme/tool', '1.0.0'), undefined)
   t.match(policy.privateVerdict('hijacked', '1.0.1'), { reason: 'malware' })
   t.match(policy.privateVerdict('hijacked', '1.0.1'), { reason: 'malware' })
