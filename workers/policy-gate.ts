@@ -16,6 +16,8 @@ import type { Decision, VersionFacts } from '../engine/policy/decision.js'
 import { explainRefusal } from '../engine/policy/explain.js'
 import type { PolicyGateOptions } from '../engine/policy/mount-policy.js'
 import { createPolicyEvaluator } from '../engine/policy/waived-evaluator.js'
+import { privateMalwareGate } from '../engine/policy/private-malware-gate.js'
+import { ownsName } from '../engine/publish/publish-scope.js'
 
 interface Built {
   readonly generation: number
@@ -33,12 +35,10 @@ function build(options: PolicyGateOptions): Built {
   const expiresAt = publishedAt === undefined ? undefined : publishedAt + options.maxAgeSeconds * 1000
   // The evaluator reads the clock per evaluation; a task pins it to its own `now`.
   let now = 0
-  const evaluator = createPolicyEvaluator(options.rules, options.waivers, {
-    ecosystem: options.ecosystem,
-    database,
-    clock: { now: () => now },
-    maxAgeSeconds: options.maxAgeSeconds,
-  })
+  const context = { ecosystem: options.ecosystem, database, clock: { now: () => now }, maxAgeSeconds: options.maxAgeSeconds }
+  const evaluator = createPolicyEvaluator(options.rules, options.waivers, context)
+  const scopes = options.ownedScopes ?? []
+  const privateGate = privateMalwareGate(options.rules, options.waivers, context, scopes.length === 0 ? undefined : ownsName(scopes))
   return {
     generation: options.generation,
     decideAt: (taskNow) => Object.assign((facts: VersionFacts) => {
@@ -49,6 +49,12 @@ function build(options: PolicyGateOptions): Built {
       clock: { now: taskNow, ageSteps: evaluator.ageSteps, expiresAt, regateAt: evaluator.regateAt },
       // What a withheld version's refusal says, for the answers that speak of one (npm audit view, npm-notice).
       explain: (decision: Decision, facts: VersionFacts) => explainRefusal(decision, facts, options.rules, taskNow)?.message ?? decision.reason,
+      ...(privateGate === undefined ? {} : {
+        privateVerdict: (name: string, version: string) => {
+          now = taskNow
+          return privateGate(name, version)
+        },
+      }),
     }),
   }
 }

@@ -121,6 +121,7 @@ const AdvisoriesSchema = Type.Object({
   quietTime: Defaulted(EcosystemSeconds(604800), {}),
   epssQuietTime: Seconds(604800, 'EPSS score date quiet time'),
   pollIntervalSeconds: Defaulted(Type.Number({ exclusiveMinimum: 0, description: 'how often the proxy polls the store for a new artifact' }), 60),
+  pilotIntervalSeconds: Defaulted(Type.Number({ exclusiveMinimum: 0, maximum: 86400, description: 'seconds between two Pilot runs once every mounted ecosystem is published (900 = every 15 minutes, to bring malware records in quickly)' }), 3600),
 }, closed)
 
 /** The policy document (issue 31, engine/config/policy-document.ts): rules per mount and waivers that change without a restart. */

@@ -5,6 +5,11 @@
  *   the packages that revocation-phase identity denials name, and removes
  *   each held version they deny. It does not see a rule change that names
  *   no new package: that is what the full walk is for.
+ * - A malware sweep (issue 31 item 4) joins the first cycle after an
+ *   advisory database is swapped in: it lists every package of every
+ *   inventory, keeps those the database has a malware record for, and
+ *   judges their versions (DenyIfMalicious). Until a cycle finishes it with
+ *   no failed read or removal, the next cycle sweeps again.
  * - A full walk (`dredger.fullWalk: true`, once at boot) lists every package
  *   of every inventory (and the candidates, for a registry whose listing
  *   misses some) and judges every version against the same rules.
@@ -16,6 +21,7 @@
  * first version left) and every later cycle does nothing until a restart.
  * A rule mistake must never empty a registry.
  */
+import type { AdvisoryDatabase } from '../advisory/artifact/database.js'
 import type { MountKey } from '../config/schema.js'
 import { isServiceError } from '../errors.js'
 import type { Logger } from '../log/logger.js'
@@ -67,6 +73,8 @@ export interface CycleReport {
   /** Reads that failed while planning. */
   readonly unreadable: number
   readonly halted: boolean
+  /** Mounts whose malware records this cycle swept the inventories for (absent: none). */
+  readonly malwareSweeps?: number
 }
 
 export interface DredgerOptions {
@@ -93,15 +101,21 @@ function failureFields(error: unknown): Record<string, unknown> {
  * (mount, inventory, package, version as held). Nothing is written. Read
  * failures are logged and counted, and the rest goes on.
  */
-export async function planRemovals(mounts: readonly DredgedMount[], kind: CycleKind, logger: Logger, signal?: AbortSignal): Promise<{ removals: PlannedRemoval[]; unreadable: number }> {
+export async function planRemovals(mounts: readonly DredgedMount[], kind: CycleKind, logger: Logger, signal?: AbortSignal): Promise<{ removals: PlannedRemoval[]; unreadable: number; sweeps: MalwareSweep[] }> {
   const removals: PlannedRemoval[] = []
+  const sweeps: MalwareSweep[] = []
   let unreadable = 0
   for (const mount of mounts) {
+    const sweep = mount.judge.malwareSweep()
+    if (sweep !== undefined) sweeps.push({ judge: mount.judge, database: sweep })
     for (const inventory of mount.inventories) {
       let names: readonly string[] = mount.judge.candidates
-      if (kind === 'full_walk') {
+      if (kind === 'full_walk' || sweep !== undefined) {
         try {
-          names = [...new Set([...(await inventory.packages(signal)), ...mount.judge.candidates])]
+          const listed = await inventory.packages(signal)
+          // A sweep alone judges only the packages a malware record names; a full walk judges every one.
+          const picked = kind === 'full_walk' || sweep === undefined ? listed : listed.filter((name) => mount.judge.namesMalware(sweep, name))
+          names = [...new Set([...picked, ...mount.judge.candidates])]
         } catch (error) {
           if (signal?.aborted === true) throw error
           unreadable++
@@ -127,7 +141,13 @@ export async function planRemovals(mounts: readonly DredgedMount[], kind: CycleK
       }
     }
   }
-  return { removals, unreadable }
+  return { removals, unreadable, sweeps }
+}
+
+/** A malware sweep a cycle planned: marked done when the cycle finishes without a failed read or removal. */
+export interface MalwareSweep {
+  readonly judge: RevocationJudge
+  readonly database: AdvisoryDatabase
 }
 
 export class Dredger {
@@ -164,7 +184,7 @@ export class Dredger {
       this.#logger.info(DREDGER_CYCLE_SKIPPED_HALTED, { kind, cap: this.#cap })
       return { kind, planned: 0, removed: 0, absent: 0, failed: 0, unreadable: 0, halted: true }
     }
-    const { removals, unreadable } = await planRemovals(this.#mounts, kind, this.#logger, signal)
+    const { removals, unreadable, sweeps } = await planRemovals(this.#mounts, kind, this.#logger, signal)
     let removed = 0
     let absent = 0
     let failed = 0
@@ -192,7 +212,10 @@ export class Dredger {
         this.#logger.error(DREDGER_REMOVAL_FAILED, { ...fields, authority: inventory.authority, ...failureFields(error) })
       }
     }
-    const report: CycleReport = { kind, planned: removals.length, removed, absent, failed, unreadable, halted: this.#halted }
+    // A sweep is done when every version it planned was dealt with; else the next cycle sweeps again.
+    const finished = failed === 0 && unreadable === 0 && !this.#halted && signal?.aborted !== true
+    if (finished) for (const sweep of sweeps) sweep.judge.markSwept(sweep.database)
+    const report: CycleReport = { kind, planned: removals.length, removed, absent, failed, unreadable, halted: this.#halted, ...(sweeps.length === 0 ? {} : { malwareSweeps: sweeps.length }) }
     this.#logger.info(DREDGER_CYCLE_FINISHED, { ...report })
     return report
   }

@@ -12,6 +12,8 @@ import type { Decision } from '../policy/decision.js'
 export interface VersionObservation {
   readonly version: string
   readonly decision: Decision
+  /** Set on the refusal of a private version (the private side's malware judgement, engine/policy/private-malware-gate.ts). */
+  readonly private?: true
 }
 
 /** Why nothing survived (SPEC.md 4.2: the most recoverable cause wins). */
@@ -47,7 +49,7 @@ export function withholdingOf(decisions: readonly Decision[], unservable: number
   return denied ? { code: 'POLICY_WITHHELD', causes } : undefined
 }
 
-const NAMED_CAUSES: ReadonlySet<string> = new Set(['cve', 'epss', 'identity', 'trust_downgrade', 'install_script_added', 'freeze'])
+const NAMED_CAUSES: ReadonlySet<string> = new Set(['cve', 'epss', 'identity', 'trust_downgrade', 'install_script_added', 'freeze', 'malware'])
 
 const CAUSE_WORDS: Readonly<Record<string, string>> = {
   trust_downgrade: 'published with less trust than an earlier version (DenyIfTrustDowngrade)',
@@ -56,6 +58,7 @@ const CAUSE_WORDS: Readonly<Record<string, string>> = {
   epss: 'with advisories above the exploit-probability threshold (DenyIfEpss)',
   identity: 'denied by name and version (DenyIdentity)',
   freeze: 'published after the freeze, or without a publish time (DenyIfPublishedAfter)',
+  malware: 'named by a malicious-package record (DenyIfMalicious)',
   not_admitted: 'in quarantine or admitted by no rule (ask for one version\'s tarball to see when it is admitted)',
   unservable: 'unservable (an unreadable or disagreeing key, or no usable integrity digest)',
 }

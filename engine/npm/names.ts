@@ -121,3 +121,15 @@ export function validateArtifactFilename(raw: string): string {
   if (!name.endsWith('.tgz') || name.length === '.tgz'.length) refuseArtifact('not a .tgz file name')
   return name
 }
+
+/**
+ * The version a conventional npm tarball file name carries:
+ * `{unscoped name}-{version}.tgz`, as registries and the mirror write it;
+ * undefined for a file name of another form (nothing can be read from it).
+ */
+export function tarballFileVersion(name: string, file: string): string | undefined {
+  const unscoped = name.startsWith('@') ? name.slice(name.indexOf('/') + 1) : name
+  if (!file.startsWith(`${unscoped}-`) || !file.endsWith('.tgz')) return undefined
+  const version = file.slice(unscoped.length + 1, -'.tgz'.length)
+  return version === '' ? undefined : version
+}

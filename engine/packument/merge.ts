@@ -3,7 +3,9 @@
  * private and public documents survive, and what the synthesized packument is
  * made of, without copying a byte. render.ts writes the plan out.
  *
- * - Private versions are trusted: every one is kept, never gated.
+ * - Private versions are trusted: every one is kept, never gated, except a
+ *   version a malware record names when the mount has DenyIfMalicious
+ *   (Decide.privateVerdict): it is withheld, and its public copy with it.
  * - On any collision, of a version or of any other top-level field, the
  *   private side wins; a public version shadowed by a private one (by key, or
  *   as npm reads the private key) is not gated.
@@ -60,6 +62,12 @@ export interface Decide {
    * absent: a shorter one naming the rule and the reason.
    */
   readonly explain?: (decision: Decision, facts: VersionFacts) => string
+  /**
+   * The private side's one judgement (engine/policy/private-malware-gate.ts):
+   * the refusal of a private version a malware record names, else
+   * undefined; absent: every private version is kept, as before.
+   */
+  readonly privateVerdict?: ((name: string, version: string) => Decision | undefined) | undefined
 }
 
 export interface MergeInput {
@@ -379,13 +387,29 @@ function tarballOf(index: PackumentIndex, entry: VersionEntry): Tarball | undefi
   return range === undefined ? undefined : { url, from: range[0], to: range[1] }
 }
 
-/** Phase 1: every private version is kept, never gated. */
-function keepPrivateVersions(state: MergeState): void {
+/**
+ * Phase 1: every private version is kept, never gated, but one a malware
+ * record names (privateVerdict): that one is withheld, and stays in
+ * `privateVersions`, so its public copy is not listed either (the artifact
+ * route's private leg refuses its file with the same refusal).
+ */
+function keepPrivateVersions(state: MergeState, decide: Decide, ecosystem: Ecosystem): void {
   const index = state.privateIndex
   if (index === undefined) return
+  const judge = decide.privateVerdict
   for (const [version, entry] of index.versions) {
+    const canonical = canonicalVersion(version) ?? version
+    state.privateVersions.add(canonical)
+    const refusal = judge?.(state.packageName, canonical)
+    if (refusal !== undefined) {
+      state.withheld++
+      state.refusals.push(refusal)
+      state.refusedVersions.push(version)
+      state.refusedFacts.push({ ecosystem, name: state.packageName, version: canonical, publishedAt: undefined })
+      state.observations.push({ version, decision: refusal, private: true })
+      continue
+    }
     state.keep(version, index, entry, tarballOf(index, entry))
-    state.privateVersions.add(canonicalVersion(version) ?? version)
     state.keptPrivate++
   }
 }
@@ -492,7 +516,8 @@ function withheldNoticeOf(state: MergeState, decide: Decide, baseUrl: string): s
 /** What of a decision the main thread must see: skipped checks, advisory rules that answered or could not, a waiver's admission. */
 function observe(state: MergeState, version: string, decision: Decision): void {
   // A waiver's admission is reported too: the main thread logs and counts it (engine/policy/waiver-admissions.ts).
-  let reported = decision.skipped.length > 0 || decision.waiver !== undefined
+  // A malware refusal too: the main thread counts and logs it (engine/policy/malware-refusals.ts).
+  let reported = decision.skipped.length > 0 || decision.waiver !== undefined || decision.reason === 'malware'
   for (const observation of decision.advisory) {
     if (observation.cause === undefined) state.answered.add(observation.rule)
     else reported = true
@@ -607,7 +632,7 @@ export function planMerge(input: MergeInput): MergePlan {
   const waiverEnds = clock?.regateAt?.(packageName, clock.now)
   if (waiverEnds !== undefined && (state.regateAt === undefined || waiverEnds < state.regateAt)) state.regateAt = waiverEnds
 
-  keepPrivateVersions(state)
+  keepPrivateVersions(state, decide, input.ecosystem ?? 'js')
   gatePublicVersions(state, decide, input.ecosystem ?? 'js')
   withholdSharedFileNames(state)
   const timeModified = timeMember(state, 'modified')

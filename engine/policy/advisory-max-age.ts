@@ -42,7 +42,7 @@ export function maxAgeFor(rules: readonly RuleConfig[], configuredMaxAgeSeconds?
 
 /** True when the mount has a rule that denies on the database: readiness awaits the first sync (SPEC.md 3.1). */
 export function needsAdvisoryDatabase(rules: readonly RuleConfig[]): boolean {
-  return rules.some((rule) => rule.rule === 'DenyIfCve' || rule.rule === 'DenyIfEpss')
+  return rules.some((rule) => rule.rule === 'DenyIfCve' || rule.rule === 'DenyIfEpss' || rule.rule === 'DenyIfMalicious')
 }
 
 /** True when the mount is EPSS-dependent: only an artifact marked `epss_status=available` qualifies (SPEC.md 3.1). */

@@ -14,7 +14,7 @@ export type Phase = 'admission' | 'revocation'
 
 export const RULE_KINDS = [
   'DenyIdentity', 'DenyIfCve', 'DenyIfEpss', 'AllowIfRemediatesCve', 'AllowIfOlderThan', 'DenyIfTrustDowngrade', 'DenyIfInstallScriptAdded',
-  'DenyIfPublishedAfter',
+  'DenyIfPublishedAfter', 'DenyIfMalicious',
 ] as const
 export type RuleKind = (typeof RULE_KINDS)[number]
 

@@ -30,6 +30,7 @@ import { allowIfRemediatesCve } from './allow-if-remediates-cve.js'
 import { denyIdentity } from './deny-identity.js'
 import { denyIfCve } from './deny-if-cve.js'
 import { denyIfEpss } from './deny-if-epss.js'
+import { denyIfMalicious } from './deny-if-malicious.js'
 import { denyIfInstallScriptAdded } from './deny-if-install-script-added.js'
 import { denyIfPublishedAfter } from './deny-if-published-after.js'
 import { denyIfTrustDowngrade } from './deny-if-trust-downgrade.js'
@@ -68,6 +69,7 @@ function compileKind(config: RuleConfig, ecosystem: Ecosystem, phases: ReadonlyS
     case 'DenyIfTrustDowngrade': return denyIfTrustDowngrade(config, phases)
     case 'DenyIfInstallScriptAdded': return denyIfInstallScriptAdded(config, phases)
     case 'DenyIfPublishedAfter': return denyIfPublishedAfter(config, phases)
+    case 'DenyIfMalicious': return denyIfMalicious(config, phases)
   }
 }
 

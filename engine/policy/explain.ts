@@ -53,6 +53,8 @@ export function explainRefusal(decision: Decision, facts: VersionFacts, rules: r
       return { ...base, message: `${subject} is denied by name and version: ${ruleName(decision)} lists it` }
     case 'cve':
       return { ...base, message: `${subject} has known advisories: ${listed(decision.evidence)}; denied by ${ruleName(decision)}. Pick a version without them` }
+    case 'malware':
+      return { ...base, message: `${subject} is named by a malicious-package record: ${listed(decision.evidence)}; denied by ${ruleName(decision)}. Do not install it; pick a version the record does not name` }
     case 'epss':
       return { ...base, message: `${subject} has advisories above the exploit-probability threshold: ${listed(decision.evidence)}; denied by ${ruleName(decision)}` }
     case 'trust_downgrade':

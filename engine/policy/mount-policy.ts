@@ -30,6 +30,8 @@ import { SkippedCheckRecord } from './skipped-check-record.js'
 import { createPolicyEvaluator } from './waived-evaluator.js'
 import { WaiverAdmissions } from './waiver-admissions.js'
 import type { WaiverConfig } from './waivers.js'
+import { MalwareRefusals } from './malware-refusals.js'
+import { privateMalwareGate, type PrivateVerdict } from './private-malware-gate.js'
 
 /** info, once per mount at boot (SPEC.md 8): the advisory push maximum age, with its origin. */
 export const ADVISORY_MAX_AGE_MESSAGE = 'advisory database maximum age'
@@ -48,11 +50,13 @@ export interface PolicyGateOptions {
   readonly waivers: readonly WaiverConfig[]
   readonly maxAgeSeconds: number
   readonly advisory: { readonly shared: SharedArrayBuffer; readonly publishedAt: number | undefined } | undefined
+  /** The mount's `publish.scopes`: names the private side's malware judgement never reads (private-malware-gate.ts). */
+  readonly ownedScopes?: readonly string[]
 }
 
 /** A listing's decisions, as a packument or a project page reports them. */
 export interface ListingObservations {
-  readonly observations: readonly { readonly version?: string; readonly decision: Decision }[]
+  readonly observations: readonly { readonly version?: string; readonly decision: Decision; readonly private?: true }[]
   /** Advisory rules that consulted the database successfully while rendering the listing. */
   readonly advisoryAnswered: readonly RuleKind[]
 }
@@ -68,6 +72,12 @@ export interface MountPolicyOptions {
   readonly slot: AdvisorySlot
   readonly logger: Logger
   readonly clock: Clock
+  /**
+   * The mount's first-party names (`publish.scopes`, and the test the
+   * root builds from them, engine/publish/publish-scope.ts `ownsName`):
+   * never judged on the private side. The scopes go to the workers as data.
+   */
+  readonly firstParty?: { readonly scopes: readonly string[]; readonly owns: (name: string) => boolean }
 }
 
 export interface MountPolicy {
@@ -90,6 +100,14 @@ export interface MountPolicy {
   readonly swap: (rules: readonly RuleConfig[], waivers: readonly WaiverConfig[]) => void
   /** Admissions through a waiver so far (`service.policy.waiver.admissions`). */
   readonly waiverAdmissions: () => number
+  /**
+   * The private side's one judgement (private-malware-gate.ts): the refusal
+   * of a private version a malware record names, or undefined to serve it;
+   * counted and logged as a malware refusal when it refuses.
+   */
+  readonly privateVerdict: PrivateVerdict
+  /** Versions refused because a malware record names them, by side (`service.policy.malware.refusals`). */
+  readonly malwareRefusals: () => Readonly<Record<'public' | 'private', number>>
   readonly gateOptions: () => PolicyGateOptions
   /** A listing's decisions of `packageName`: outage tracking and the waiver admissions. */
   readonly observe: (outcome: ListingObservations, packageName: string) => void
@@ -108,6 +126,10 @@ export function mountPolicy(options: MountPolicyOptions): MountPolicy {
   let rules = options.rules
   let waivers = options.waivers ?? []
   let evaluator = createPolicyEvaluator(rules, waivers, context)
+  const ownedScopes = options.firstParty?.scopes ?? []
+  const firstParty = ownedScopes.length === 0 ? undefined : options.firstParty?.owns
+  let privateGate = privateMalwareGate(rules, waivers, context, firstParty)
+  const malware = new MalwareRefusals(ecosystem, logger)
   const policyDigest = (): string => (waivers.length === 0 ? rulesDigest(rules) : shortDigest({ rules, waivers }))
   let digest = policyDigest()
   // One number for both causes of change: it moves when the serving database or the policy does.
@@ -138,13 +160,21 @@ export function mountPolicy(options: MountPolicyOptions): MountPolicy {
     },
     swap: (nextRules, nextWaivers) => {
       evaluator = createPolicyEvaluator(nextRules, nextWaivers, context)
+      privateGate = privateMalwareGate(nextRules, nextWaivers, context, firstParty)
       rules = nextRules
       waivers = nextWaivers
       digest = policyDigest()
       generation++
     },
     waiverAdmissions: () => waived.count,
+    privateVerdict: (name, version) => {
+      const refusal = privateGate?.(name, version)
+      if (refusal !== undefined) malware.observe('private', name, version, refusal)
+      return refusal
+    },
+    malwareRefusals: () => malware.counts,
     observeDecision: (facts, decision) => {
+      malware.observe('public', facts.name, facts.version, decision)
       if (decision.advisory.length > 0) outage.observe(decision.advisory)
       skipped.admitted(facts, decision)
       waived.observe(facts.name, facts.version, decision)
@@ -158,10 +188,16 @@ export function mountPolicy(options: MountPolicyOptions): MountPolicy {
         waivers,
         maxAgeSeconds: maxAge.seconds,
         advisory: serving === undefined ? undefined : { shared: serving.shared, publishedAt: serving.publishedAt?.getTime() },
+        ...(ownedScopes.length === 0 ? {} : { ownedScopes }),
       }
     },
     observe: (outcome, packageName) => {
-      for (const { version, decision } of outcome.observations) if (version !== undefined) waived.observe(packageName, version, decision)
+      for (const observation of outcome.observations) {
+        const { version, decision } = observation
+        if (version === undefined) continue
+        waived.observe(packageName, version, decision)
+        malware.observe(observation.private === true ? 'private' : 'public', packageName, version, decision)
+      }
       // One failing rule anywhere in the listing keeps the outage; a listing whose advisory rules all answered ends it.
       const failing: AdvisoryObservation[] = []
       for (const { decision } of outcome.observations) for (const o of decision.advisory) if (o.cause !== undefined) failing.push(o)

@@ -124,6 +124,19 @@ export const DENY_IF_PUBLISHED_AFTER_SCHEMA = Type.Object({
   packages: Type.Optional(PACKAGES_SCHEMA),
 }, closed)
 
+/**
+ * `DenyIfMalicious`: denies a version that an OSV malicious-package record
+ * (`MAL-` id) names (engine/policy/deny-if-malicious.ts), in both phases by
+ * default; on the js and py mounts the private side is judged by it too,
+ * outside the publish scopes (docs/security.md "Malware records").
+ */
+export const DENY_IF_MALICIOUS_SCHEMA = Type.Object({
+  rule: Type.Literal('DenyIfMalicious'),
+  onUnavailable: Type.Optional(ON_UNAVAILABLE_SCHEMA),
+  appliesTo: Type.Optional(APPLIES_TO_SCHEMA),
+  packages: Type.Optional(PACKAGES_SCHEMA),
+}, closed)
+
 export const RULE_SCHEMAS = {
   DenyIdentity: DENY_IDENTITY_SCHEMA,
   DenyIfCve: DENY_IF_CVE_SCHEMA,
@@ -133,6 +146,7 @@ export const RULE_SCHEMAS = {
   DenyIfTrustDowngrade: DENY_IF_TRUST_DOWNGRADE_SCHEMA,
   DenyIfInstallScriptAdded: DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA,
   DenyIfPublishedAfter: DENY_IF_PUBLISHED_AFTER_SCHEMA,
+  DenyIfMalicious: DENY_IF_MALICIOUS_SCHEMA,
 } as const satisfies Record<RuleKind, unknown>
 
 /** One rule list entry: a union discriminated on `rule`. */
@@ -145,6 +159,7 @@ export const RULE_SCHEMA = Type.Union([
   DENY_IF_TRUST_DOWNGRADE_SCHEMA,
   DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA,
   DENY_IF_PUBLISHED_AFTER_SCHEMA,
+  DENY_IF_MALICIOUS_SCHEMA,
 ])
 
 /** A mount's `rules:` list. Empty is allowed: every public version is then denied by default. */
@@ -158,4 +173,5 @@ export type AllowIfOlderThanConfig = Static<typeof ALLOW_IF_OLDER_THAN_SCHEMA>
 export type DenyIfTrustDowngradeConfig = Static<typeof DENY_IF_TRUST_DOWNGRADE_SCHEMA>
 export type DenyIfInstallScriptAddedConfig = Static<typeof DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA>
 export type DenyIfPublishedAfterConfig = Static<typeof DENY_IF_PUBLISHED_AFTER_SCHEMA>
+export type DenyIfMaliciousConfig = Static<typeof DENY_IF_MALICIOUS_SCHEMA>
 export type RuleConfig = Static<typeof RULE_SCHEMA>

@@ -30,11 +30,10 @@ export const MAX_WAIVER_SECONDS = 30 * 86_400
 
 /**
  * The rule kinds a waiver does not pass unless it says `overrideMalware`:
- * those that deny on a malware record. Empty in this build; the malware
- * rule (issue 31 item 4) adds its kind here, and the evaluator then judges
- * those rules ahead of a matching waiver (waived-evaluator.ts).
+ * those that deny on a malware record (DenyIfMalicious, issue 31 item 4).
+ * The evaluator judges them ahead of a matching waiver (waived-evaluator.ts).
  */
-export const MALWARE_RULE_KINDS: ReadonlySet<RuleKind> = new Set<RuleKind>()
+export const MALWARE_RULE_KINDS: ReadonlySet<RuleKind> = new Set<RuleKind>(['DenyIfMalicious'])
 
 export const WAIVER_SCHEMA = Type.Object({
   /** The package, as the mount names it (`py`: compared after PEP 503 normalisation). */

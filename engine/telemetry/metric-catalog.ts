@@ -193,6 +193,16 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
   // Advisory data freshness (SPEC.md 3.5, 6.3).
   ageByEcosystem(SNAPSHOT_KEYS.advisorySourceAge, 'age of the serving advisory push, by ecosystem; absent before the first sync'),
   ageByEcosystem(SNAPSHOT_KEYS.advisoryDatabaseAge, 'age of the serving advisory database since its compile, by ecosystem; nothing while no artifact has loaded'),
+  {
+    name: SNAPSHOT_KEYS.pilotRefreshAge, kind: 'gauge', unit: 's',
+    description: 'Pilot: seconds since the last refresh of each source (osv: a published compile; epss: one that read the EPSS feed), by source and ecosystem; absent before this Pilot\'s first',
+    read: (snapshot, observe) => {
+      const ages = part(snapshot, SNAPSHOT_KEYS.pilotRefreshAge)
+      for (const source of ['osv', 'epss']) {
+        for (const [ecosystem, age] of Object.entries(objectAt(ages, source) ?? {})) if (typeof age === 'number') observe(age, { source, ecosystem })
+      }
+    },
+  },
 
   // Upstream credentials (SPEC.md 5.5): the role's 'service.credential' part
   // is `{ refresh: { '<provider>.<result>': n }, ttlSeconds: { <provider>: s } }`.
@@ -301,6 +311,16 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
     read: (snapshot, observe) => {
       for (const [ecosystem, count] of Object.entries(objectAt(part(snapshot, SNAPSHOT_KEYS.policy), 'waiverAdmissions') ?? {})) {
         if (typeof count === 'number') observe(count, { ecosystem })
+      }
+    },
+  },
+  {
+    name: 'service.policy.malware.refusals', kind: 'counter', unit: '{decision}',
+    description: 'versions refused because a malicious-package record names them (DenyIfMalicious), by ecosystem and side (public: the public versions of a listing and the public leg; private: the private document and the private leg)',
+    read: (snapshot, observe) => {
+      for (const [ecosystem, sides] of Object.entries(objectAt(part(snapshot, SNAPSHOT_KEYS.policy), 'malwareRefusals') ?? {})) {
+        const counts = typeof sides === 'object' && sides !== null ? sides as Numbers : undefined
+        for (const side of ['public', 'private']) observe(numberAt(counts, side) ?? 0, { ecosystem, side })
       }
     },
   },

@@ -51,9 +51,11 @@ export const SNAPSHOT_KEYS = Object.freeze({
   advisoryDatabaseAge: 'service.advisory.database.age.seconds',
   /** server/roles/pilot.ts: the compile schedule. */
   pilot: 'service.pilot',
+  /** server/roles/pilot.ts: seconds since the last refresh, `{ osv: { <ecosystem>: s }, epss: { ... } }` (engine/advisory/pilot/refresh-ages.ts). */
+  pilotRefreshAge: 'service.pilot.refresh.age.seconds',
   /** engine/dredger/dredger-counters.ts. */
   dredgerRemovals: 'service.dredger.removals',
-  /** The policy in force (issue 31): `{ waiverAdmissions: { <ecosystem>: n }, reloads?: { <result>: n } }`. */
+  /** The policy in force (issue 31): `{ waiverAdmissions: { <ecosystem>: n }, malwareRefusals: { <ecosystem>: { public, private } }, reloads?: { <result>: n } }`. */
   policy: 'service.policy',
 } as const)
 

@@ -46,7 +46,7 @@ export interface AdvisoryConsumers {
 
 /** True when a rule of the list reads the advisory database. */
 export function readsAdvisories(rules: readonly RuleConfig[]): boolean {
-  return rules.some((r) => r.rule === 'DenyIfCve' || r.rule === 'DenyIfEpss' || r.rule === 'AllowIfRemediatesCve')
+  return rules.some((r) => r.rule === 'DenyIfCve' || r.rule === 'DenyIfEpss' || r.rule === 'AllowIfRemediatesCve' || r.rule === 'DenyIfMalicious')
 }
 
 export function attachAdvisoryConsumers(options: AttachAdvisoryConsumersOptions): AdvisoryConsumers {

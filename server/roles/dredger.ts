@@ -34,6 +34,7 @@ import { mountFallback } from '../routes/js-mount.js'
 import { mountProbes } from '../routes/probes.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
+import { dredgerAdvisories, type DredgerAdvisories } from './dredger-advisories.js'
 import { openSharedCache, reportedInvalidation } from './shared-cache.js'
 
 /** info: the role is up; names the mounts, inventories, cycle, cap and whether a full walk comes first. */
@@ -82,11 +83,12 @@ function inventoriesOf(mount: MountConfig, maxDocumentBytes: number, credentials
 }
 
 /** The mounts the Dredger cleans; throws when there is none (boot abort, exit 2). */
-export function dredgedMounts(config: Config, logger: Logger, maxDocumentBytes: number, credentials?: CredentialRegistry): DredgedMount[] {
+export function dredgedMounts(config: Config, logger: Logger, maxDocumentBytes: number, credentials?: CredentialRegistry, advisories?: DredgerAdvisories): DredgedMount[] {
   const mounts: DredgedMount[] = []
   for (const [key, mount] of Object.entries(config.mounts) as [MountKey, MountConfig | undefined][]) {
     if (mount === undefined) continue
-    const judge = new RevocationJudge(key, mount.rules)
+    const slot = advisories?.slots.get(key)
+    const judge = new RevocationJudge(key, mount.rules, slot === undefined ? undefined : { database: () => slot.database(), configuredMaxAgeSeconds: config.advisories.maxAgeSeconds })
     const inventories = inventoriesOf(mount, maxDocumentBytes, credentials)
     if (inventories === undefined) {
       if (judge.candidates.length > 0) logger.warn(DREDGER_MOUNT_UNSUPPORTED, { mount: key })
@@ -114,7 +116,8 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
   const { config, logger } = ctx
   const plan = await planFor(config)
   const credentials = await inventoryCredentials(ctx)
-  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials)
+  const advisories = await dredgerAdvisories(ctx)
+  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials, advisories)
   const counters = new DredgerCounters()
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()
@@ -154,6 +157,7 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
     port = await door.listen()
   } catch (error) {
     await closeAll(mounts)
+    await advisories?.stop()
     throw error
   }
   readiness.markStarted()
@@ -180,6 +184,7 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
       // A removal that started finishes (it takes no signal); the cycle stops before the next one.
       await running
       await closeAll(mounts)
+      await advisories?.stop()
       await sharedCache?.close()
     },
     metrics: () => ({
@@ -214,7 +219,9 @@ export async function runDredgerDryRun(ctx: RoleContext, output: DryRunOutput): 
   const { config, logger } = ctx
   const plan = await planFor(config)
   const credentials = await inventoryCredentials(ctx)
-  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials)
+  const advisories = await dredgerAdvisories(ctx, false)
+  await advisories?.poll()
+  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials, advisories)
   try {
     const { removals, unreadable } = await planRemovals(mounts, firstKind(config), logger)
     output.out.write(formatPlan(removals, output.json))
@@ -227,5 +234,6 @@ export async function runDredgerDryRun(ctx: RoleContext, output: DryRunOutput): 
     return removals
   } finally {
     await closeAll(mounts)
+    await advisories?.stop()
   }
 }

@@ -15,6 +15,8 @@ import { PACKUMENT_REVALIDATION_FAILED, PackumentService, type SelectedArtifact 
 import type { Decision, VersionFacts } from '../../engine/policy/decision.js'
 import { PublishCounters } from '../../engine/publish/publish-counters.js'
 import { ownsName } from '../../engine/publish/publish-scope.js'
+import { tarballFileVersion } from '../../engine/npm/names.js'
+import { privateMalwareRefusal } from '../routes/private-refusal.js'
 import { PublishTarget } from '../../engine/publish/publish-target.js'
 import { publicHasName } from '../../engine/publish/public-name-check.js'
 import { SNAPSHOT_KEYS, type SnapshotReaders } from '../../engine/telemetry/snapshot-keys.js'
@@ -118,6 +120,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     clock,
     // The edge token is this proxy's own: never forwarded to the private upstream (server/http/edge-auth.ts).
     forwardClientCredential: config.server.edgeTokens.length === 0,
+    privateRefusal: privateMalwareRefusal(policy, 'js', tarballFileVersion, clock),
   })
   const signatures = createSignatureHandlers({ publicClient, gate, selectVersion, evaluate, observe: policy.observeDecision, rules: policy.rules, clock })
 

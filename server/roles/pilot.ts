@@ -20,6 +20,7 @@ import { join } from 'node:path'
 import type { Ecosystem } from '../../engine/advisory/artifact/database.js'
 import { compileAndPublish, type PublishedArtifact } from '../../engine/advisory/pilot/pilot-publish.js'
 import { PilotSchedule } from '../../engine/advisory/pilot/pilot-schedule.js'
+import { RefreshAges } from '../../engine/advisory/pilot/refresh-ages.js'
 import type { Config } from '../../engine/config/config.js'
 import { MOUNT_KEYS } from '../../engine/config/schema.js'
 import { ServiceError, toServiceError } from '../../engine/errors.js'
@@ -121,7 +122,7 @@ export async function startPilot(ctx: RoleContext): Promise<RunningRole> {
   checkPilotConfig(config)
   const store = await openObjectStore(config.store, clock)
   const ecosystems = pilotEcosystems(config)
-  const schedule = new PilotSchedule({ ecosystems, store: describeObjectStore(config.store), clock, logger })
+  const schedule = new PilotSchedule({ ecosystems, store: describeObjectStore(config.store), clock, logger, intervalMs: config.advisories.pilotIntervalSeconds * 1000 })
 
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()
@@ -132,6 +133,7 @@ export async function startPilot(ctx: RoleContext): Promise<RunningRole> {
   readiness.markStarted()
   logger.info(PILOT_LISTENING, { port, ecosystems, store: describeObjectStore(config.store) })
 
+  const refreshes = new RefreshAges(clock)
   let stopped = false
   let timer: NodeJS.Timeout | undefined
   let lastRunAt: string | undefined
@@ -146,6 +148,7 @@ export async function startPilot(ctx: RoleContext): Promise<RunningRole> {
       logger.error(PILOT_RUN_FAILED, { code: toServiceError(err).code, reason: (err as Error).message })
     }
     running = false
+    for (const published of report?.published ?? []) refreshes.published(published.summary)
     lastRunAt = new Date(clock.now()).toISOString()
     if (stopped) return
     const delay = schedule.afterRun(report?.published.map((p) => p.ecosystem) ?? [])
@@ -164,6 +167,7 @@ export async function startPilot(ctx: RoleContext): Promise<RunningRole> {
     },
     metrics: () => ({
       [SNAPSHOT_KEYS.pilot]: { runs: schedule.runs, running, lastRunAt: lastRunAt ?? null, unpublished: schedule.missing() },
+      [SNAPSHOT_KEYS.pilotRefreshAge]: refreshes.ages(),
     }),
   }
 }

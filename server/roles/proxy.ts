@@ -47,6 +47,7 @@ import { attachMirrorWorker, type MirrorMountSource } from './mirror.js'
 import { openMirrorQueue } from './mirror-queue.js'
 import { packageInvalidation, type ProcessParts } from './mount-wiring.js'
 import { openObjectStore } from './object-store.js'
+import { ownsName } from '../../engine/publish/publish-scope.js'
 import { attachPyMount } from './py-wiring.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
@@ -126,7 +127,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     const mount = config.mounts[key]
     if (mount === undefined) continue
     readiness.addMount(key, needsAdvisoryDatabase(mount.rules))
-    const policy = mountPolicy({ ecosystem: key, rules: mount.rules, waivers: boot?.document.waivers ?? [], configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock })
+    const policy = mountPolicy({ ecosystem: key, rules: mount.rules, waivers: boot?.document.waivers ?? [], configuredMaxAgeSeconds: config.advisories.maxAgeSeconds, slot: new AdvisorySlot(), logger, clock, firstParty: { scopes: mount.publish?.scopes ?? [], owns: ownsName(mount.publish?.scopes ?? []) } })
     slots.set(key, policy.slot)
     policies.set(key, { policy, configured: ctx.config.mounts[key]?.rules ?? mount.rules })
     const attached = ATTACH[key]({ ...parts, mount, policy, enqueue: mount.mirror === undefined ? undefined : enqueueBuffer?.enqueue })
@@ -141,6 +142,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   reloader?.start()
   snapshots[SNAPSHOT_KEYS.policy] = () => ({
     waiverAdmissions: Object.fromEntries([...policies].map(([key, { policy }]) => [key, policy.waiverAdmissions()])),
+    malwareRefusals: Object.fromEntries([...policies].map(([key, { policy }]) => [key, policy.malwareRefusals()])),
     ...(reloader === undefined ? {} : { reloads: reloader.counts }),
   })
   // Embedded queue: this process owns its folder, so it runs the worker too, for every mount with a mirror target (SQS: `service mirror` does).

@@ -17,6 +17,7 @@ import { runPyPageTask } from '../../workers/py-page-client.js'
 import type { PyPageOutcome } from '../../workers/py-page-task.js'
 import { ArtifactCounters } from '../routes/artifact-counters.js'
 import { createArtifactHandler, type ArtifactRouteDeps, type SelectedArtifact } from '../routes/artifact-route.js'
+import { privateMalwareRefusal, pyFileVersion } from '../routes/private-refusal.js'
 import { visiblyNotArtifact } from '../routes/public-leg.js'
 import { mountPy, type FileHandler } from '../routes/py-mount.js'
 import { mountClients } from './mount-clients.js'
@@ -161,6 +162,8 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
       counters: artifactCounters,
       clock,
       forwardClientCredential: config.server.edgeTokens.length === 0,
+      // A private file whose version a malware record names is refused (docs/security.md "Malware records"); the page still lists it.
+      privateRefusal: privateMalwareRefusal(policy, 'py', pyFileVersion, clock),
     })
     return (exchange, project, filename) => handler(exchange, project, filename)
   }

@@ -9,8 +9,12 @@
  *
  * A private 304 to a conditional request answers the client (its copy is
  * current); it is not a miss (SPEC.md is silent there).
+ *
+ * The one judgement (issue 31 item 4): a file whose version a malware record
+ * names is refused before the private upstream is asked, with the public
+ * leg's explained 403 (`privateRefusal`, engine/policy/private-malware-gate.ts).
  */
-import { toServiceError } from '../../engine/errors.js'
+import { toServiceError, type ServiceError } from '../../engine/errors.js'
 import { BearerToken } from '../../engine/secret.js'
 import type { ArtifactResponse } from '../../engine/upstream/http1/artifact-response.js'
 import { authorityOf } from '../../engine/upstream/egress-guard.js'
@@ -20,6 +24,8 @@ import { answerBodiless, isArtifactAnswer, relayToClient, type ArtifactReporting
 
 /** debug: the private leg missed and the request falls through to the public leg. */
 export const ARTIFACT_PRIVATE_MISS = 'artifact private miss'
+/** debug: the private leg refused a file a malware record names (the private side's one judgement). */
+export const ARTIFACT_PRIVATE_REFUSED = 'artifact private refused'
 
 export interface PrivateLegDeps extends ArtifactReporting {
   /**
@@ -35,6 +41,12 @@ export interface PrivateLegDeps extends ArtifactReporting {
    * has no conventional location: it answers from its project page.
    */
   privateUrl?(client: UpstreamClient, name: string, file: string, signal: AbortSignal): Promise<URL | undefined>
+  /**
+   * The refusal of a file whose version a malware record names (first-party
+   * names and every other version: undefined, and the private upstream is
+   * asked). Absent: the private leg judges nothing.
+   */
+  privateRefusal?(name: string, file: string): ServiceError | undefined
 }
 
 /** The client's `Authorization: Bearer X` as a BearerToken (SPEC.md 5.2); other schemes are not forwarded. */
@@ -53,6 +65,13 @@ export function bearerOf(deps: PrivateLegDeps, exchange: Exchange): { bearer?: B
 /** True when the private leg answered the request (or the client left meanwhile); false: a miss, the public leg's turn. */
 export async function privateLeg(deps: PrivateLegDeps, exchange: Exchange, client: UpstreamClient, name: string, file: string, options: RouteOpenOptions): Promise<boolean> {
   const { counters, logger } = deps
+  const refusal = deps.privateRefusal?.(name, file)
+  if (refusal !== undefined) {
+    counters.relay('private', 'refused')
+    logger.debug(ARTIFACT_PRIVATE_REFUSED, { package: name, file, code: refusal.code })
+    exchange.respondError(refusal, { head: exchange.method === 'HEAD' })
+    return true
+  }
   let located: URL | undefined
   try {
     located = deps.privateUrl === undefined ? client.artifactUrl(name, file) : await deps.privateUrl(client, name, file, options.abort.signal)

@@ -16,7 +16,7 @@ function mount(key: MountKey, rules: RuleConfig[]): MountConfig {
 
 function config(mounts: Partial<Record<MountKey, MountConfig>>, maxAgeSeconds = 0): Pick<Config, 'advisories' | 'mounts'> {
   return {
-    advisories: { osvExportBaseUrl: undefined, epssFeedUrl: undefined, maxAgeSeconds, quietTime: { js: 604800, py: 604800 }, epssQuietTime: 604800, pollIntervalSeconds: 60 },
+    advisories: { osvExportBaseUrl: undefined, epssFeedUrl: undefined, maxAgeSeconds, quietTime: { js: 604800, py: 604800 }, epssQuietTime: 604800, pollIntervalSeconds: 60, pilotIntervalSeconds: 3600 },
     mounts,
   }
 }

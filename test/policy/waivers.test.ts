@@ -56,7 +56,7 @@ t.test('py waivers compare PEP 503 names and PEP 440 specifiers; a js waiver doe
 
 t.test('the malware rules are judged ahead of a waiver unless it overrides them', async (t) => {
   const clock = new ManualClock(START)
-  // No malware rule exists in this build (issue 31 item 4 adds one): DenyIdentity stands in for its kind.
+  // DenyIdentity stands in for a malware kind here (no database needed); test/policy/deny-if-malicious.test.ts has the real one.
   const malwareKinds = new Set<RuleKind>(['DenyIdentity'])
   const rules: RuleConfig[] = [{ rule: 'AllowIfOlderThan', seconds: 7 * 86_400 }, { rule: 'DenyIdentity', package: 'urgent-fix', versions: '2.1.3' }]
   const context = { ecosystem: 'js' as const, database: undefined, clock, maxAgeSeconds: 86_400 }

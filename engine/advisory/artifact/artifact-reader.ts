@@ -73,6 +73,14 @@ export class ArtifactReader {
     return match
   }
 
+  /** Whether advisory number `advisory`'s id starts with `MAL-` (an OSV malicious-package record), read in place. */
+  isMalwareRecord(advisory: number): boolean {
+    const p = this.u32(this.header.advisoryIndex + advisory * 4) + 8
+    const u8 = this.u8
+    // 'M' 'A' 'L' '-'
+    return this.u32(p) >= 4 && u8[p + 4] === 0x4d && u8[p + 5] === 0x41 && u8[p + 6] === 0x4c && u8[p + 7] === 0x2d
+  }
+
   /**
    * AFFECTED and/or FIX_BOUND for one Match block (osv-evaluate.ts
    * semantics), the version placed against each stored key by `query`;

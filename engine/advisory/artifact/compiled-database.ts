@@ -142,9 +142,12 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
   #previousPackage = -1
   #tablePackage = -1
   #table: PackageTable | undefined
+  /** Per package: 0 not read yet, 1 no malware record, 2 some (hasMalware), filled on first ask. */
+  readonly #malware: Uint8Array
 
   constructor(u8: Uint8Array, header: ArtifactHeader, publishedAt: Date | undefined) {
     this.#reader = new ArtifactReader(u8, header)
+    this.#malware = new Uint8Array(header.packageCount)
     this.#query = new QueryKey(u8, header.ecosystem)
     this.ecosystem = header.ecosystem
     this.metadata = header.metadata
@@ -209,6 +212,21 @@ class CompiledAdvisoryDatabase implements AdvisoryDatabase {
     this.#remediating = remediating
     this.#resolvedName = name
     this.#resolvedVersion = version
+  }
+
+  hasMalware(name: string): boolean {
+    const pkg = this.#findPackage(name)
+    if (pkg < 0) return false
+    let known = this.#malware[pkg] as number
+    if (known === 0) {
+      const reader = this.#reader
+      const entries = reader.entriesOf(pkg)
+      const count = reader.entryCountOf(pkg)
+      known = 1
+      for (let e = 0; e < count && known === 1; e++) if (reader.isMalwareRecord(reader.u32(entries + e * F.ENTRY_SIZE))) known = 2
+      this.#malware[pkg] = known
+    }
+    return known === 2
   }
 
   report(name: string, versions: readonly string[]): readonly AdvisoryReport[] {

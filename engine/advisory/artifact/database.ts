@@ -86,6 +86,14 @@ export interface AdvisoryDatabase {
    */
   remediating(name: string, version: string): readonly AdvisoryMatch[]
   /**
+   * Whether any advisory of `name` is a malicious-package record (`MAL-`
+   * id), whatever the version: one package lookup, so a path that judges
+   * only malware (the private side, DenyIfMalicious) reads no version for
+   * the names no such record names. Absent on a database that cannot say
+   * cheaply (test doubles): the caller then looks the version up.
+   */
+  hasMalware?(name: string): boolean
+  /**
    * The advisories that affect any of `versions` of `name`, with their
    * details, in the package's entry order; absent on a database that keeps
    * no details (test doubles).

@@ -3,8 +3,10 @@
  * (SPEC.md 6.2 "Other logged facts").
  *
  * SPEC.md leaves the schedule and the boot retry budget open; they are:
- * - a run at start, then one every hour once every mounted ecosystem has
- *   been published (PILOT_RUN_INTERVAL_MS); every run publishes, even
+ * - a run at start, then one every `advisories.pilotIntervalSeconds` (an
+ *   hour by default, PILOT_RUN_INTERVAL_MS; 900 runs every 15 minutes, so a
+ *   malware record reaches the proxies within about 15 minutes plus one
+ *   poll) once every mounted ecosystem has been published; every run publishes, even
  *   unchanged bytes, so the proxy's push age stays far below any maximum
  *   age of SPEC.md 8 (three days at least);
  * - the boot retry budget: five runs in all, the retries after 30 s, 1, 2
@@ -34,6 +36,8 @@ export interface PilotScheduleOptions {
   readonly store: string
   readonly clock: Clock
   readonly logger: Logger
+  /** Milliseconds between two runs once every ecosystem is published; default PILOT_RUN_INTERVAL_MS. */
+  readonly intervalMs?: number
 }
 
 export class PilotSchedule {
@@ -58,7 +62,7 @@ export class PilotSchedule {
     this.#runs++
     for (const e of published) this.#published.add(e)
     const missing = this.missing()
-    if (missing.length === 0) return PILOT_RUN_INTERVAL_MS
+    if (missing.length === 0) return this.#options.intervalMs ?? PILOT_RUN_INTERVAL_MS
     const retry = BOOT_RETRY_DELAYS_MS[this.#runs - 1]
     if (retry !== undefined) return retry
     const now = this.#options.clock.now()
