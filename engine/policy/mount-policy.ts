@@ -29,6 +29,7 @@ import type { RuleConfig } from './rule-schema.js'
 import { SkippedCheckRecord } from './skipped-check-record.js'
 import { createPolicyEvaluator } from './waived-evaluator.js'
 import { WaiverAdmissions } from './waiver-admissions.js'
+import { SignalWithholdings } from './signal-withholdings.js'
 import type { WaiverConfig } from './waivers.js'
 
 /** info, once per mount at boot (SPEC.md 8): the advisory push maximum age, with its origin. */
@@ -90,6 +91,8 @@ export interface MountPolicy {
   readonly swap: (rules: readonly RuleConfig[], waivers: readonly WaiverConfig[]) => void
   /** Admissions through a waiver so far (`service.policy.waiver.admissions`). */
   readonly waiverAdmissions: () => number
+  /** Versions withheld by DenyIfInstallScriptChanged and DenyIfDependencyAdded, by signal (`service.policy.signal.withheld`). */
+  readonly signalWithholdings: () => Readonly<Record<string, number>>
   readonly gateOptions: () => PolicyGateOptions
   /** A listing's decisions of `packageName`: outage tracking and the waiver admissions. */
   readonly observe: (outcome: ListingObservations, packageName: string) => void
@@ -103,6 +106,7 @@ export function mountPolicy(options: MountPolicyOptions): MountPolicy {
   logger.info(ADVISORY_MAX_AGE_MESSAGE, { ecosystem, seconds: maxAge.seconds, origin: maxAge.origin })
   const skipped = new SkippedCheckRecord({ ecosystem, logger })
   const waived = new WaiverAdmissions(ecosystem, logger)
+  const signals = new SignalWithholdings()
   const outage = new AdvisoryOutage({ ecosystem, logger, clock, onRecovered: () => skipped.clear() })
   const context = { ecosystem, database: () => slot.database(), clock, maxAgeSeconds: maxAge.seconds }
   let rules = options.rules
@@ -144,10 +148,12 @@ export function mountPolicy(options: MountPolicyOptions): MountPolicy {
       generation++
     },
     waiverAdmissions: () => waived.count,
+    signalWithholdings: () => signals.counts,
     observeDecision: (facts, decision) => {
       if (decision.advisory.length > 0) outage.observe(decision.advisory)
       skipped.admitted(facts, decision)
       waived.observe(facts.name, facts.version, decision)
+      signals.observe(facts.name, facts.version, decision)
     },
     gateOptions: () => {
       const serving = slot.serving
@@ -161,7 +167,11 @@ export function mountPolicy(options: MountPolicyOptions): MountPolicy {
       }
     },
     observe: (outcome, packageName) => {
-      for (const { version, decision } of outcome.observations) if (version !== undefined) waived.observe(packageName, version, decision)
+      for (const { version, decision } of outcome.observations) {
+        if (version === undefined) continue
+        waived.observe(packageName, version, decision)
+        signals.observe(packageName, version, decision)
+      }
       // One failing rule anywhere in the listing keeps the outage; a listing whose advisory rules all answered ends it.
       const failing: AdvisoryObservation[] = []
       for (const { decision } of outcome.observations) for (const o of decision.advisory) if (o.cause !== undefined) failing.push(o)

@@ -51,7 +51,7 @@ export const SNAPSHOT_KEYS = Object.freeze({
   pilot: 'service.pilot',
   /** engine/dredger/dredger-counters.ts. */
   dredgerRemovals: 'service.dredger.removals',
-  /** The policy in force (issue 31): `{ waiverAdmissions: { <ecosystem>: n }, reloads?: { <result>: n } }`. */
+  /** The policy in force (issue 31): `{ waiverAdmissions: { <ecosystem>: n }, signalWithholdings: { <ecosystem>: { <signal>: n } }, reloads?: { <result>: n } }`. */
   policy: 'service.policy',
 } as const)
 
