@@ -148,33 +148,32 @@ export function compareDated(a: Dated, b: Dated): number {
   return 0
 }
 
-/** The digits of `key` from `at` up to the byte `stop` (or the end), and where they end; NaN when anything else is there. */
-function digitsAt(key: string, at: number, stop: number): [number, number] {
-  let value = 0
-  let i = at
-  for (; i < key.length; i++) {
-    const c = key.charCodeAt(i)
-    if (c === stop) break
-    if (c < 0x30 || c > 0x39) return [NaN, i]
-    value = value * 10 + (c - 0x30)
-  }
-  return [i === at ? NaN : value, i]
-}
-
 /**
- * compareDated(dated(key), d) for a key of the document without building a
- * Dated for it: the numbers are read from its characters, and its
- * prerelease is split only when they tie. A key that is no canonical
- * version compares as NaN (the caller skips it).
+ * compareDated(dated(key), d) for a key of the document without building
+ * anything for it: its three numbers are read from its characters in place,
+ * and its prerelease is split only when they tie. A key that is no canonical
+ * version may compare as NaN (the caller skips such keys).
  */
 function compareKeyTo(key: string, d: Dated): number {
-  const [major, m1] = digitsAt(key, 0, 0x2e)
-  if (major !== d.major) return major < d.major ? -1 : major > d.major ? 1 : NaN
-  const [minor, m2] = digitsAt(key, m1 + 1, 0x2e)
-  if (minor !== d.minor) return minor < d.minor ? -1 : minor > d.minor ? 1 : NaN
-  const [patch, end] = digitsAt(key, m2 + 1, 0x2d)
-  if (patch !== d.patch) return patch < d.patch ? -1 : patch > d.patch ? 1 : NaN
-  if (end === key.length && d.pre === undefined) return 0
+  let i = 0
+  for (let part = 0; part < 3; part++) {
+    const stop = part < 2 ? 0x2e : 0x2d
+    const from = i
+    let value = 0
+    for (; i < key.length; i++) {
+      const c = key.charCodeAt(i)
+      if (c === stop) break
+      if (c < 0x30 || c > 0x39) return NaN
+      value = value * 10 + (c - 0x30)
+    }
+    if (i === from) return NaN
+    const want = part === 0 ? d.major : part === 1 ? d.minor : d.patch
+    if (value !== want) return value < want ? -1 : 1
+    i++
+  }
+  // The numbers tie: a release is above its prereleases.
+  if (i > key.length) return d.pre === undefined ? 0 : 1
+  if (d.pre === undefined) return -1
   return compareDated(dated(key, undefined, false), d)
 }
 
@@ -182,6 +181,8 @@ function compareKeyTo(key: string, d: Dated): number {
 export function compareCanonical(a: string, b: string): number {
   return compareDated(dated(a, undefined, false), dated(b, undefined, false))
 }
+
+const NO_HISTORY_FACTS: HistoryFacts = Object.freeze({})
 
 /** Candidates at most this many are each found by one pass over the history; more share one sweep. */
 const LINEAR_CANDIDATES = 16
@@ -279,6 +280,8 @@ export class VersionHistory {
   /** previousOf: answers by one pass each so far (kept, as the gate and the selected-version record both ask), then every version's from one sweep. */
   #linearAsks = 0
   readonly #asked = new Map<string, string | undefined>()
+  /** The document's keys, for the passes (newest first is the end). */
+  #keys: string[] | undefined
   #previous: Map<string, Dated | undefined> | undefined
   #changes: ManifestChanges | undefined
 
@@ -362,7 +365,7 @@ export class VersionHistory {
     if (canonicalVersion(version) !== version || !this.#index.versions.has(version)) return undefined
     const d = dated(version, this.#timeOf(version), false)
     let best: Dated | undefined
-    const keys = [...this.#index.versions.keys()]
+    const keys = (this.#keys ??= [...this.#index.versions.keys()])
     for (let k = keys.length - 1; k >= 0; k--) {
       const key = keys[k]!
       if (key === version || compareKeyTo(key, d) >= 0 || (best !== undefined && compareKeyTo(key, best) <= 0)) continue
@@ -432,6 +435,7 @@ export class VersionHistory {
       const addition = this.dependencyAddition(version)
       if (addition !== undefined) facts.dependencyAddition = addition
     }
-    return facts
+    // Most versions of a mount with only the two signals have nothing to say: one shared record, not one each.
+    return Object.keys(facts).length === 0 ? NO_HISTORY_FACTS : facts
   }
 }
