@@ -11,6 +11,17 @@
  * (each folder a built checkout, such as a `git worktree add` of an older
  * commit with `npm run build` run in it; AFTER_DIR defaults to this
  * checkout; not part of `npm run bench`).
+ *
+ * To price rules rather than code, `BEFORE_RULES` and `AFTER_RULES` (a
+ * mount's `rules:` list as JSON) gate a side with its own checkout's
+ * evaluator over those rules instead of the nine-in-ten gate, its clock (as
+ * a worker's gate has it, workers/policy-gate.ts) at
+ * `BENCH_NOW` (RFC 3339; default one day after the fixture's last publish,
+ * so its newest versions are young). The same folder may be both sides:
+ * `AFTER_RULES='[{"rule":"DenyIfDependencyAdded","seconds":604800},
+ * {"rule":"AllowIfOlderThan","seconds":604800}]'
+ * BEFORE_RULES='[{"rule":"AllowIfOlderThan","seconds":604800}]'
+ * node dist/bench/tools/pipeline-cpu-ab.js . .`
  */
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -19,9 +30,12 @@ import { gunzipSync } from 'node:zlib'
 import type { PackumentOutcome, PackumentRequest } from '../../engine/packument/pipeline.js'
 import { repoRoot } from '../peers/repo-root.js'
 import { sharedDataPath } from '../peers/shared-data.js'
-import { nineInTenGate as decide } from '../fixtures/packument/nine-in-ten-gate.js'
+import type { Evaluator, VersionFacts } from '../../engine/policy/decision.js'
+import type { RuleConfig } from '../../engine/policy/rule-schema.js'
+import { nineInTenGate } from '../fixtures/packument/nine-in-ten-gate.js'
 
 type Pipeline = (request: PackumentRequest, priv: Iterable<Uint8Array> | undefined, pub: Iterable<Uint8Array> | undefined) => PackumentOutcome
+type CreateEvaluator = (rules: readonly RuleConfig[], context: { ecosystem: 'js'; database: undefined; clock: { now: () => number }; maxAgeSeconds: number }) => Evaluator
 
 const WARM_UP = 3
 const CHUNK = 65536
@@ -42,11 +56,29 @@ const chunks: Uint8Array[] = []
 for (let i = 0; i < bytes.length; i += CHUNK) chunks.push(bytes.subarray(i, i + CHUNK))
 const sides = { before: await pipelineOf(beforeDir), after: await pipelineOf(afterDir) }
 
+/** The newest publish time of the fixture, ms. */
+function lastPublished(): number {
+  const time = (JSON.parse(bytes.toString('utf8')) as { time?: Record<string, string> }).time ?? {}
+  return Math.max(...Object.entries(time).filter(([key]) => key !== 'modified' && key !== 'created').map(([, at]) => Date.parse(at)))
+}
+
+/** A side's gate: the nine-in-ten gate, or its own checkout's evaluator over the rules its variable names. */
+async function gateOf(folder: string, rulesJson: string | undefined): Promise<PackumentRequest['decide']> {
+  if (rulesJson === undefined) return nineInTenGate
+  const url = pathToFileURL(resolve(folder, 'dist', 'engine', 'policy', 'evaluator.js')).href
+  const { createEvaluator } = await import(url) as { createEvaluator: CreateEvaluator }
+  const now = process.env['BENCH_NOW'] === undefined ? lastPublished() + 86_400_000 : Date.parse(process.env['BENCH_NOW'])
+  const evaluator = createEvaluator(JSON.parse(rulesJson) as RuleConfig[], { ecosystem: 'js', database: undefined, clock: { now: () => now }, maxAgeSeconds: 86_400 })
+  // With the clock a worker's gate has (workers/policy-gate.ts), so the merge knows which versions are young.
+  return Object.assign((facts: VersionFacts) => evaluator.evaluate(facts, 'admission'), { needs: evaluator.needs, clock: { now, ageSteps: evaluator.ageSteps } })
+}
+const gates = { before: await gateOf(beforeDir, process.env['BEFORE_RULES']), after: await gateOf(afterDir, process.env['AFTER_RULES']) }
+
 for (const abbreviated of [false, true]) {
   const best = { before: { cpu: Infinity, wall: Infinity }, after: { cpu: Infinity, wall: Infinity } }
   for (let k = 0; k < rounds + WARM_UP; k++) {
     for (const side of k % 2 === 0 ? ['after', 'before'] as const : ['before', 'after'] as const) {
-      const request: PackumentRequest = { packageName: 'typescript', baseUrl: 'http://127.0.0.1:1', abbreviated, decide }
+      const request: PackumentRequest = { packageName: 'typescript', baseUrl: 'http://127.0.0.1:1', abbreviated, decide: gates[side] }
       const cpu0 = process.cpuUsage()
       const wall0 = process.hrtime.bigint()
       const outcome = sides[side](request, undefined, chunks)

@@ -49,11 +49,13 @@ export function withholdingOf(decisions: readonly Decision[], unservable: number
   return denied ? { code: 'POLICY_WITHHELD', causes } : undefined
 }
 
-const NAMED_CAUSES: ReadonlySet<string> = new Set(['cve', 'epss', 'identity', 'trust_downgrade', 'install_script_added', 'freeze', 'malware'])
+const NAMED_CAUSES: ReadonlySet<string> = new Set(['cve', 'epss', 'identity', 'trust_downgrade', 'install_script_added', 'freeze', 'malware', 'install_script_changed', 'dependency_added'])
 
 const CAUSE_WORDS: Readonly<Record<string, string>> = {
   trust_downgrade: 'published with less trust than an earlier version (DenyIfTrustDowngrade)',
   install_script_added: 'adding an install script, in its quarantine (DenyIfInstallScriptAdded)',
+  install_script_changed: 'adding or rewriting an install script, in its quarantine (DenyIfInstallScriptChanged)',
+  dependency_added: 'adding a dependency, in its quarantine (DenyIfDependencyAdded)',
   cve: 'with known advisories (DenyIfCve)',
   epss: 'with advisories above the exploit-probability threshold (DenyIfEpss)',
   identity: 'denied by name and version (DenyIdentity)',

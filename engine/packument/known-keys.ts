@@ -45,6 +45,10 @@ export const KEY_NPM_USER = idOf('_npmUser')
 export const KEY_TRUSTED_PUBLISHER = idOf('trustedPublisher')
 export const KEY_ATTESTATIONS = idOf('attestations')
 export const KEY_PROVENANCE = idOf('provenance')
+// Dependency lists (DenyIfDependencyAdded), among the abbreviated form's fields.
+export const KEY_DEPENDENCIES = idOf('dependencies')
+export const KEY_OPTIONAL_DEPENDENCIES = idOf('optionalDependencies')
+export const KEY_PEER_DEPENDENCIES = idOf('peerDependencies')
 
 // What the abbreviated form does with a manifest member, by key id.
 export const K_DROP = 0

@@ -5,7 +5,7 @@
  * rules read the publish time alone, or nothing.
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
-import type { EarlierTrust, HistoryFacts, TrustLevel, VersionFacts } from '../policy/decision.js'
+import type { DependencyAddition, EarlierTrust, HistoryFacts, InstallScriptChange, TrustLevel, VersionFacts } from '../policy/decision.js'
 import type { PackumentIndex, VersionEntry } from './packument-index.js'
 import { publishTimeMs } from './publish-time.js'
 import { hasInstallScript, trustOf, type VersionHistory } from './version-history.js'
@@ -46,9 +46,19 @@ export class LazyVersionFacts implements VersionFacts {
     return this.#history?.needs.installScripts === true && hasInstallScript(this.#entry) ? this.#history.scriptAddedAfter(this.version) : undefined
   }
 
-  /** The history facts for the selected-version record, or undefined when no rule reads any. */
-  historyFacts(): HistoryFacts | undefined {
-    return this.#history?.factsOf(this.version, this.#entry, this.publishedMs)
+  /** Read by DenyIfInstallScriptChanged only for a version still in its quarantine: most versions never compute it. */
+  get installScriptChange(): InstallScriptChange | undefined {
+    return this.#history?.needs.scriptChanges === true ? this.#history.scriptChange(this.version) : undefined
+  }
+
+  /** Read by DenyIfDependencyAdded only for a version still in its quarantine. */
+  get dependencyAddition(): DependencyAddition | undefined {
+    return this.#history?.needs.dependencies === true ? this.#history.dependencyAddition(this.version) : undefined
+  }
+
+  /** The history facts for the selected-version record, or undefined when no rule reads any; `now`: when the listing is rendered. */
+  historyFacts(now?: number): HistoryFacts | undefined {
+    return this.#history?.factsOf(this.version, this.#entry, this.publishedMs, now)
   }
 
   get publishedMs(): number | undefined {

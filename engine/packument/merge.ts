@@ -29,12 +29,13 @@ import { ServiceError } from '../errors.js'
 import { withholdingOf, type VersionObservation, type Withholding } from '../listing/withholding.js'
 import { canonicalVersion } from '../npm/canonical-version.js'
 import { withheldNotice } from './withheld-notice.js'
-import type { Decision, FactNeeds, HistoryFacts, RuleKind, VersionFacts } from '../policy/decision.js'
+import { readsHistory, type Decision, type FactNeeds, type HistoryFacts, type RuleKind, type VersionFacts } from '../policy/decision.js'
 import { newestSurvivingVersion, newestVersionIndex } from './latest.js'
 import { LazyVersionFacts } from './lazy-version-facts.js'
 import { memberString, NOT_A_STRING, type Member, type PackumentIndex, type VersionEntry } from './packument-index.js'
 import { decodeFilename, TarballRewriter, tarballSegmentRange } from './tarball-url.js'
 import { VersionHistory } from './version-history.js'
+import { SIGNAL_REASONS } from '../policy/signal-withholdings.js'
 
 /**
  * The gate for one public version. `needs` says which history facts its
@@ -225,7 +226,7 @@ interface Tarball {
   readonly to: number
 }
 
-function selectedRecord(version: string, tarball: Tarball, index: PackumentIndex, entry: VersionEntry, facts: LazyVersionFacts): SelectedVersion {
+function selectedRecord(version: string, tarball: Tarball, index: PackumentIndex, entry: VersionEntry, facts: LazyVersionFacts, now: number | undefined): SelectedVersion {
   return {
     version,
     filename: decodeFilename(tarball.url.slice(tarball.from, tarball.to)),
@@ -234,7 +235,7 @@ function selectedRecord(version: string, tarball: Tarball, index: PackumentIndex
     shasum: decodeSlice(index, entry.shasumStart, entry.shasumEnd, entry.shasumPlain),
     publishedAt: facts.publishedMs,
     // Always present (undefined when no rule reads history): one record shape on the hot path.
-    history: facts.historyFacts(),
+    history: facts.historyFacts(now),
   }
 }
 
@@ -436,7 +437,7 @@ function gatePublicVersions(state: MergeState, decide: Decide, ecosystem: Ecosys
   const commonNameAgrees = publicIndex.manifestName === packageName
   const steps = clock?.ageSteps(packageName) ?? []
   const needs = decide.needs
-  const history = needs !== undefined && (needs.trust || needs.installScripts) ? new VersionHistory(publicIndex, needs) : undefined
+  const history = needs !== undefined && readsHistory(needs) ? new VersionHistory(publicIndex, needs) : undefined
   for (const [version, entry] of publicIndex.versions) {
     // Every rule judges the version the client would install: only a canonical key is gated at all.
     const canonical = canonicalVersion(version)
@@ -466,7 +467,7 @@ function gatePublicVersions(state: MergeState, decide: Decide, ecosystem: Ecosys
       state.refusedFacts.push(facts)
       // Still selectable by file name: the artifact route gates it again and refuses it with the right status.
       if (tarball !== undefined) {
-        const record = selectedRecord(version, tarball, publicIndex, entry, facts)
+        const record = selectedRecord(version, tarball, publicIndex, entry, facts, clock?.now)
         state.selected.push(record)
         state.selectedAdmitted.push(false)
         state.refusedFiles.add(record.filename)
@@ -481,7 +482,7 @@ function gatePublicVersions(state: MergeState, decide: Decide, ecosystem: Ecosys
       continue
     }
     state.keep(version, publicIndex, entry, tarball)
-    state.selected.push(selectedRecord(version, tarball, publicIndex, entry, facts))
+    state.selected.push(selectedRecord(version, tarball, publicIndex, entry, facts, clock?.now))
     state.selectedAdmitted.push(true)
     state.keptPublic++
   }
@@ -515,9 +516,9 @@ function withheldNoticeOf(state: MergeState, decide: Decide, baseUrl: string): s
 
 /** What of a decision the main thread must see: skipped checks, advisory rules that answered or could not, a waiver's admission. */
 function observe(state: MergeState, version: string, decision: Decision): void {
-  // A waiver's admission is reported too: the main thread logs and counts it (engine/policy/waiver-admissions.ts).
-  // A malware refusal too: the main thread counts and logs it (engine/policy/malware-refusals.ts).
-  let reported = decision.skipped.length > 0 || decision.waiver !== undefined || decision.reason === 'malware'
+  // A waiver's admission is reported too: the main thread logs and counts it (engine/policy/waiver-admissions.ts);
+  // so are a malware refusal (engine/policy/malware-refusals.ts) and a signal's withholding (engine/policy/signal-withholdings.ts).
+  let reported = decision.skipped.length > 0 || decision.waiver !== undefined || decision.reason === 'malware' || SIGNAL_REASONS.has(decision.reason)
   for (const observation of decision.advisory) {
     if (observation.cause === undefined) state.answered.add(observation.rule)
     else reported = true

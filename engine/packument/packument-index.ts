@@ -80,6 +80,21 @@ export class VersionEntry {
   flags = 0
   /** Position among the members of `versions` (0, 1, ...): consecutive ordinals are separated only by a comma and whitespace. */
   ordinal = 0
+  /**
+   * The manifest's `scripts`, `dependencies`, `optionalDependencies` and
+   * `peerDependencies` objects as value slices (the last of each, as
+   * JSON.parse keeps it; -1: absent or not an object). Recorded only when
+   * the scanner is told to (ScannerOptions recordSlices): what
+   * DenyIfInstallScriptChanged and DenyIfDependencyAdded compare.
+   */
+  scriptsStart = -1
+  scriptsEnd = -1
+  dependenciesStart = -1
+  dependenciesEnd = -1
+  optionalDependenciesStart = -1
+  optionalDependenciesEnd = -1
+  peerDependenciesStart = -1
+  peerDependenciesEnd = -1
   constructor(readonly version: string) {}
 }
 

@@ -47,7 +47,11 @@ export function indexDocument(chunks: Iterable<Uint8Array>, abbreviated: boolean
   const scanner = new PackumentScanner({
     recordMembers: abbreviated,
     ...(limits === undefined ? {} : { limits }),
-    ...(needs === undefined ? {} : { recordTrust: needs.trust, recordScripts: needs.installScripts }),
+    ...(needs === undefined ? {} : {
+      recordTrust: needs.trust,
+      recordScripts: needs.installScripts,
+      recordSlices: needs.scriptChanges === true || needs.dependencies === true,
+    }),
   })
   for (const chunk of chunks) scanner.push(chunk)
   return scanner.end()

@@ -23,6 +23,7 @@ import { ServiceError } from '../errors.js'
 import {
   INSTALL_SCRIPT_KEYS, K_BUNDLE_DEPENDENCIES, K_BUNDLED, K_DROP, K_HAS_INSTALL_SCRIPT, KEY_ATTESTATIONS, KEY_DIST, KEY_HAS_INSTALL_SCRIPT,
   KEY_INTEGRITY, KEY_NPM_USER, KEY_PROVENANCE, KEY_SCRIPTS, KEY_SHASUM, KEY_TARBALL, KEY_TRUSTED_PUBLISHER, KEY_NAME, KEY_VERSION,
+  KEY_DEPENDENCIES, KEY_OPTIONAL_DEPENDENCIES, KEY_PEER_DEPENDENCIES,
   knownKeyId, knownKeyIdOf, MANIFEST_CODES,
 } from './known-keys.js'
 import {
@@ -51,6 +52,12 @@ export interface ScannerOptions {
   readonly recordTrust?: boolean
   /** Record each version's install scripts (VERSION_HAS_INSTALL_SCRIPT, VERSION_DECLARES_INSTALL_SCRIPT) whatever the form, for DenyIfInstallScriptAdded (default false). */
   readonly recordScripts?: boolean
+  /**
+   * Record each version's `scripts` and dependency-list slices (VersionEntry
+   * scriptsStart...) for DenyIfInstallScriptChanged and DenyIfDependencyAdded
+   * (default false): two comparisons per manifest member, nothing decoded.
+   */
+  readonly recordSlices?: boolean
 }
 
 /** Nesting deeper than this is refused as a structural limit, not parsed. */
@@ -127,6 +134,7 @@ export class PackumentScanner {
   readonly #recordTrust: boolean
   /** Install-script bits are read: for the abbreviated form, or for DenyIfInstallScriptAdded. */
   readonly #readScripts: boolean
+  readonly #recordSlices: boolean
   readonly #source = new SourceBytes()
   readonly #utf8 = new Utf8Validator()
 
@@ -180,6 +188,7 @@ export class PackumentScanner {
     this.#recordMembers = options.recordMembers ?? true
     this.#recordTrust = options.recordTrust ?? false
     this.#readScripts = this.#recordMembers || (options.recordScripts ?? false)
+    this.#recordSlices = options.recordSlices ?? false
     this.#roles[0] = R_DOCUMENT
   }
 
@@ -686,6 +695,9 @@ export class PackumentScanner {
             entry.flags &= ~VERSION_HAS_INSTALL_SCRIPT
           }
         }
+        if (this.#recordSlices && (id === KEY_SCRIPTS || id === KEY_DEPENDENCIES || id === KEY_OPTIONAL_DEPENDENCIES || id === KEY_PEER_DEPENDENCIES)) {
+          recordSlice(this.#version!, id, this.#valueFirst[depth] === 0x7b ? valueStart : -1, end)
+        }
         if (id === KEY_NPM_USER && this.#valueFirst[depth] !== 0x7b) this.#version!.flags &= ~VERSION_TRUSTED_PUBLISHER
         else if (id === KEY_HAS_INSTALL_SCRIPT && this.#readScripts) {
           // npm's minifier writes `hasInstallScript: true`; the value counts, as JSON.parse keeps the last.
@@ -828,6 +840,24 @@ function clearDist(entry: VersionEntry): void {
   entry.shasumStart = -1
   entry.shasumEnd = -1
   entry.shasumPlain = false
+}
+
+/** Notes the last `scripts` or dependency list of a manifest (start -1: not an object, so none). */
+function recordSlice(entry: VersionEntry, id: number, start: number, end: number): void {
+  const to = start === -1 ? -1 : end
+  if (id === KEY_SCRIPTS) {
+    entry.scriptsStart = start
+    entry.scriptsEnd = to
+  } else if (id === KEY_DEPENDENCIES) {
+    entry.dependenciesStart = start
+    entry.dependenciesEnd = to
+  } else if (id === KEY_OPTIONAL_DEPENDENCIES) {
+    entry.optionalDependenciesStart = start
+    entry.optionalDependenciesEnd = to
+  } else {
+    entry.peerDependenciesStart = start
+    entry.peerDependenciesEnd = to
+  }
 }
 
 /** Scans a whole document given as chunks. */

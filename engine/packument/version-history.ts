@@ -22,10 +22,16 @@
  * by a reading of canonical keys that builds no SemVer (compareDated). A few
  * versions with a script are each judged in one pass over the history; many
  * share one sort by time and a sweep that keeps the versions seen so far in
- * semver order (O(n log n) comparisons).
+ * semver order (O(n log n) comparisons). DenyIfInstallScriptChanged and
+ * DenyIfDependencyAdded read the same previous version of any version
+ * (`previousOf`), asked only for versions still in their quarantine: the
+ * first few asks are one pass each over the keys (building nothing for the
+ * others), more share one semver sort with a short walk down per version
+ * (everyPrevious; the sweep when the history is far out of order).
  */
 import { canonicalVersion } from '../npm/canonical-version.js'
-import type { EarlierTrust, FactNeeds, HistoryFacts, TrustLevel } from '../policy/decision.js'
+import type { DependencyAddition, EarlierTrust, FactNeeds, HistoryFacts, InstallScriptChange, TrustLevel } from '../policy/decision.js'
+import { ManifestChanges } from './manifest-changes.js'
 import {
   VERSION_DECLARES_INSTALL_SCRIPT, VERSION_HAS_INSTALL_SCRIPT, VERSION_PROVENANCE, VERSION_TRUSTED_PUBLISHER,
   type PackumentIndex, type VersionEntry,
@@ -86,6 +92,8 @@ interface Dated {
   readonly patch: number
   /** The prerelease part after `-`, or undefined. */
   readonly pre: string | undefined
+  /** Its identifiers, split once (a sweep compares each version many times). */
+  readonly preIds: readonly string[] | undefined
   readonly time: number | undefined
   readonly script: boolean
 }
@@ -102,6 +110,7 @@ function dated(version: string, time: number | undefined, script: boolean): Date
     minor: Number(main.slice(first + 1, second)),
     patch: Number(main.slice(second + 1)),
     pre: dash === -1 ? undefined : version.slice(dash + 1),
+    preIds: dash === -1 ? undefined : version.slice(dash + 1).split('.'),
     time,
     script,
   }
@@ -121,8 +130,8 @@ export function compareDated(a: Dated, b: Dated): number {
   if (a.pre === b.pre) return 0
   if (a.pre === undefined) return 1
   if (b.pre === undefined) return -1
-  const x = a.pre.split('.')
-  const y = b.pre.split('.')
+  const x = a.preIds!
+  const y = b.preIds!
   for (let i = 0; i < Math.max(x.length, y.length); i++) {
     const p = x[i]
     const q = y[i]
@@ -139,13 +148,125 @@ export function compareDated(a: Dated, b: Dated): number {
   return 0
 }
 
+/**
+ * compareDated(dated(key), d) for a key of the document without building
+ * anything for it: its three numbers are read from its characters in place,
+ * and its prerelease is split only when they tie. A key that is no canonical
+ * version may compare as NaN (the caller skips such keys).
+ */
+function compareKeyTo(key: string, d: Dated): number {
+  let i = 0
+  for (let part = 0; part < 3; part++) {
+    const stop = part < 2 ? 0x2e : 0x2d
+    const from = i
+    let value = 0
+    for (; i < key.length; i++) {
+      const c = key.charCodeAt(i)
+      if (c === stop) break
+      if (c < 0x30 || c > 0x39) return NaN
+      value = value * 10 + (c - 0x30)
+    }
+    if (i === from) return NaN
+    const want = part === 0 ? d.major : part === 1 ? d.minor : d.patch
+    if (value !== want) return value < want ? -1 : 1
+    i++
+  }
+  // The numbers tie: a release is above its prereleases.
+  if (i > key.length) return d.pre === undefined ? 0 : 1
+  if (d.pre === undefined) return -1
+  return compareDated(dated(key, undefined, false), d)
+}
+
 /** The same reading for a test: -1, 0 or 1 for two canonical version strings. */
 export function compareCanonical(a: string, b: string): number {
   return compareDated(dated(a, undefined, false), dated(b, undefined, false))
 }
 
+const NO_HISTORY_FACTS: HistoryFacts = Object.freeze({})
+
 /** Candidates at most this many are each found by one pass over the history; more share one sweep. */
 const LINEAR_CANDIDATES = 16
+
+/** The position of the first member of `sorted` (semver order) not below `d`. */
+function lowerBound(sorted: readonly Dated[], d: Dated): number {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (compareDated(sorted[mid]!, d) < 0) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+/** Published before `d` (a version without a time: any other version). */
+function before(other: Dated, d: Dated): boolean {
+  return d.time === undefined ? other !== d : other.time !== undefined && other.time < d.time
+}
+
+/** The previous version of `d` by one pass over the history. */
+function previousIn(all: readonly Dated[], d: Dated): Dated | undefined {
+  let previous: Dated | undefined
+  for (const other of all) {
+    if (before(other, d) && compareDated(other, d) < 0 && (previous === undefined || compareDated(other, previous) > 0)) previous = other
+  }
+  return previous
+}
+
+/**
+ * The previous version of every candidate, from one sort by time and a
+ * sweep that keeps the versions seen so far in semver order.
+ */
+function sweepPrevious(all: readonly Dated[], candidate: (d: Dated) => boolean, judge: (d: Dated, previous: Dated | undefined) => void): void {
+  const predecessor = (sorted: readonly Dated[], d: Dated): Dated | undefined => {
+    const at = lowerBound(sorted, d)
+    return at === 0 ? undefined : sorted[at - 1]
+  }
+  const timed = all.filter((d) => d.time !== undefined).sort((a, b) => (a.time as number) - (b.time as number))
+  const seen: Dated[] = []
+  for (let i = 0; i < timed.length;) {
+    // Versions published at the same instant are not before one another: judge the group, then add it.
+    let j = i
+    while (j < timed.length && timed[j]!.time === timed[i]!.time) j++
+    for (let k = i; k < j; k++) if (candidate(timed[k]!)) judge(timed[k]!, predecessor(seen, timed[k]!))
+    for (let k = i; k < j; k++) seen.splice(lowerBound(seen, timed[k]!), 0, timed[k]!)
+    i = j
+  }
+  const untimed = all.filter((d) => d.time === undefined && candidate(d))
+  if (untimed.length > 0) {
+    const sorted = [...all].sort(compareDated)
+    for (const d of untimed) judge(d, predecessor(sorted, d))
+  }
+}
+
+/** Steps per version past which everyPrevious gives up its walk for the sweep. */
+const WALK_BUDGET = 16
+
+/**
+ * The previous version of every version. In semver order the previous
+ * version is nearly always the next one down (a backport walks a little
+ * further), so one sort and a short walk each; a history published far out
+ * of order (the walk over budget) takes the sweep instead, which is
+ * O(n log n) whatever the order.
+ */
+function everyPrevious(all: readonly Dated[]): Map<string, Dated | undefined> {
+  const previous = new Map<string, Dated | undefined>()
+  const sorted = [...all].sort(compareDated)
+  let budget = WALK_BUDGET * sorted.length
+  for (let i = 0; i < sorted.length; i++) {
+    const d = sorted[i]!
+    let j = i - 1
+    while (j >= 0 && !before(sorted[j]!, d)) j--
+    budget -= i - j
+    if (budget < 0) {
+      previous.clear()
+      sweepPrevious(all, () => true, (one, p) => previous.set(one.version, p))
+      return previous
+    }
+    previous.set(d.version, j < 0 ? undefined : sorted[j])
+  }
+  return previous
+}
 
 export class VersionHistory {
   readonly #index: PackumentIndex
@@ -153,6 +274,16 @@ export class VersionHistory {
   #trust: TrustTrackers | null | undefined
   /** Per version with an install script: the previous version when it had none. */
   #scriptAdded: Map<string, string> | undefined
+  /** The history's versions as compared (canonical keys), read once. */
+  #all: Dated[] | undefined
+  #candidates = 0
+  /** previousOf: answers by one pass each so far (kept, as the gate and the selected-version record both ask), then every version's from one sweep. */
+  #linearAsks = 0
+  readonly #asked = new Map<string, string | undefined>()
+  /** The document's keys, for the passes (newest first is the end). */
+  #keys: string[] | undefined
+  #previous: Map<string, Dated | undefined> | undefined
+  #changes: ManifestChanges | undefined
 
   constructor(index: PackumentIndex, needs: FactNeeds) {
     this.#index = index
@@ -189,8 +320,8 @@ export class VersionHistory {
     return this.#scriptAdded.get(version)
   }
 
-  #sweep(): Map<string, string> {
-    const added = new Map<string, string>()
+  #allDated(): Dated[] {
+    if (this.#all !== undefined) return this.#all
     const all: Dated[] = []
     let candidates = 0
     for (const [key, entry] of this.#index.versions) {
@@ -199,66 +330,91 @@ export class VersionHistory {
       if (script) candidates++
       all.push(dated(key, this.#timeOf(key), script))
     }
+    this.#candidates = candidates
+    this.#all = all
+    return all
+  }
+
+  /**
+   * The previous version of `version` (the greatest lower by semver among
+   * those published before it; undefined for a first version or one not in
+   * the history), for the rules that compare a version with it.
+   */
+  previousOf(version: string): string | undefined {
+    if (this.#previous !== undefined) return this.#previous.get(version)?.version
+    if (this.#asked.has(version)) return this.#asked.get(version)
+    if (this.#linearAsks < LINEAR_CANDIDATES) {
+      this.#linearAsks++
+      const previous = this.#previousByPass(version)
+      this.#asked.set(version, previous)
+      return previous
+    }
+    this.#previous = everyPrevious(this.#allDated())
+    return this.#previous.get(version)?.version
+  }
+
+  /**
+   * One version's previous version by one pass over the keys, building
+   * nothing for the others (a young version or two per document is the
+   * usual ask): each key is compared with the version by its digits, newest
+   * key first (the previous version is usually among the last published),
+   * and a publish time is decoded only for a key that would be a better
+   * answer than the one so far.
+   */
+  #previousByPass(version: string): string | undefined {
+    if (canonicalVersion(version) !== version || !this.#index.versions.has(version)) return undefined
+    const d = dated(version, this.#timeOf(version), false)
+    let best: Dated | undefined
+    const keys = (this.#keys ??= [...this.#index.versions.keys()])
+    for (let k = keys.length - 1; k >= 0; k--) {
+      const key = keys[k]!
+      if (key === version || compareKeyTo(key, d) >= 0 || (best !== undefined && compareKeyTo(key, best) <= 0)) continue
+      if (canonicalVersion(key) !== key) continue
+      const other = dated(key, this.#timeOf(key), false)
+      if (before(other, d)) best = other
+    }
+    return best?.version
+  }
+
+  /** DenyIfInstallScriptChanged: how `version`'s install scripts differ from its previous version's, or undefined. */
+  scriptChange(version: string): InstallScriptChange | undefined {
+    const previous = this.previousOf(version)
+    return previous === undefined ? undefined : this.#manifestChanges().scripts(version, previous)
+  }
+
+  /** DenyIfDependencyAdded: the dependency names `version` adds to its previous version's, or undefined. */
+  dependencyAddition(version: string): DependencyAddition | undefined {
+    const previous = this.previousOf(version)
+    return previous === undefined ? undefined : this.#manifestChanges().dependencies(version, previous)
+  }
+
+  #manifestChanges(): ManifestChanges {
+    return (this.#changes ??= new ManifestChanges(this.#index))
+  }
+
+  #sweep(): Map<string, string> {
+    const added = new Map<string, string>()
+    const all = this.#allDated()
+    const candidates = this.#candidates
     // Nothing to judge when no version has a script, or when all of them do.
     if (candidates === 0 || candidates === all.length) return added
     const judge = (d: Dated, previous: Dated | undefined): void => {
       if (previous !== undefined && !previous.script) added.set(d.version, previous.version)
     }
-    /** Published before `d` (a version without a time: any other version). */
-    const before = (other: Dated, d: Dated): boolean => d.time === undefined ? other !== d : other.time !== undefined && other.time < d.time
     if (candidates <= LINEAR_CANDIDATES) {
       // Few versions with a script (the usual case): one pass each, no sort.
-      for (const d of all) {
-        if (!d.script) continue
-        let previous: Dated | undefined
-        for (const other of all) {
-          if (before(other, d) && compareDated(other, d) < 0 && (previous === undefined || compareDated(other, previous) > 0)) previous = other
-        }
-        judge(d, previous)
-      }
+      for (const d of all) if (d.script) judge(d, previousIn(all, d))
       return added
     }
-    /** The greatest member of `sorted` (semver order) below `d`, or undefined. */
-    const predecessor = (sorted: readonly Dated[], d: Dated): Dated | undefined => {
-      let lo = 0
-      let hi = sorted.length
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1
-        if (compareDated(sorted[mid]!, d) < 0) lo = mid + 1
-        else hi = mid
-      }
-      return lo === 0 ? undefined : sorted[lo - 1]
-    }
-    const timed = all.filter((d) => d.time !== undefined).sort((a, b) => (a.time as number) - (b.time as number))
-    const seen: Dated[] = []
-    for (let i = 0; i < timed.length;) {
-      // Versions published at the same instant are not before one another: judge the group, then add it.
-      let j = i
-      while (j < timed.length && timed[j]!.time === timed[i]!.time) j++
-      for (let k = i; k < j; k++) if (timed[k]!.script) judge(timed[k]!, predecessor(seen, timed[k]!))
-      for (let k = i; k < j; k++) {
-        const d = timed[k]!
-        let lo = 0
-        let hi = seen.length
-        while (lo < hi) {
-          const mid = (lo + hi) >>> 1
-          if (compareDated(seen[mid]!, d) < 0) lo = mid + 1
-          else hi = mid
-        }
-        seen.splice(lo, 0, d)
-      }
-      i = j
-    }
-    const untimed = all.filter((d) => d.time === undefined && d.script)
-    if (untimed.length > 0) {
-      const sorted = [...all].sort(compareDated)
-      for (const d of untimed) judge(d, predecessor(sorted, d))
-    }
+    sweepPrevious(all, (d) => d.script, judge)
     return added
   }
-
-  /** The history facts of one version, as the selected-version record carries them. */
-  factsOf(version: string, entry: VersionEntry, publishedMs: number | undefined): HistoryFacts {
+  /**
+   * The history facts of one version, as the selected-version record carries
+   * them. The two signals' comparisons only for a version still young at
+   * `now` (FactNeeds.signalsWithinMs; unknown `now`: every version).
+   */
+  factsOf(version: string, entry: VersionEntry, publishedMs: number | undefined, now?: number): HistoryFacts {
     const facts: { -readonly [K in keyof HistoryFacts]: HistoryFacts[K] } = {}
     if (this.needs.trust) {
       facts.trust = trustOf(entry)
@@ -270,6 +426,16 @@ export class VersionHistory {
       const after = facts.installScript ? this.scriptAddedAfter(version) : undefined
       if (after !== undefined) facts.scriptAddedAfter = after
     }
-    return facts
+    const young = now === undefined || publishedMs === undefined || !(now - publishedMs >= (this.needs.signalsWithinMs ?? Infinity))
+    if (this.needs.scriptChanges === true && young) {
+      const change = this.scriptChange(version)
+      if (change !== undefined) facts.installScriptChange = change
+    }
+    if (this.needs.dependencies === true && young) {
+      const addition = this.dependencyAddition(version)
+      if (addition !== undefined) facts.dependencyAddition = addition
+    }
+    // Most versions of a mount with only the two signals have nothing to say: one shared record, not one each.
+    return Object.keys(facts).length === 0 ? NO_HISTORY_FACTS : facts
   }
 }

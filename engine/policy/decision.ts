@@ -15,6 +15,7 @@ export type Phase = 'admission' | 'revocation'
 export const RULE_KINDS = [
   'DenyIdentity', 'DenyIfCve', 'DenyIfEpss', 'AllowIfRemediatesCve', 'AllowIfOlderThan', 'DenyIfTrustDowngrade', 'DenyIfInstallScriptAdded',
   'DenyIfPublishedAfter', 'DenyIfMalicious',
+  'DenyIfInstallScriptChanged', 'DenyIfDependencyAdded',
 ] as const
 export type RuleKind = (typeof RULE_KINDS)[number]
 
@@ -53,15 +54,57 @@ export interface HistoryFacts {
    * is no previous version.
    */
   readonly scriptAddedAfter?: string
+  /**
+   * DenyIfInstallScriptChanged: how this version's install scripts differ
+   * from its previous version's (the same previous version as above);
+   * undefined when they do not, or there is no previous version.
+   */
+  readonly installScriptChange?: InstallScriptChange
+  /** DenyIfDependencyAdded: the dependency names this version adds to its previous version's; undefined when none. */
+  readonly dependencyAddition?: DependencyAddition
+}
+
+/** What DenyIfInstallScriptChanged found (engine/packument/manifest-changes.ts). */
+export interface InstallScriptChange {
+  /** The previous version compared with. */
+  readonly since: string
+  /** Hooks (`preinstall`, `install`, `postinstall`) set here and not there. */
+  readonly added: readonly string[]
+  /** Hooks set in both whose command differs. */
+  readonly changed: readonly string[]
+}
+
+/** What DenyIfDependencyAdded found (engine/packument/manifest-changes.ts). */
+export interface DependencyAddition {
+  /** The previous version compared with. */
+  readonly since: string
+  /** The new names, sorted. */
+  readonly names: readonly string[]
 }
 
 /** Which history facts the configured rules read: the packument path records only those. */
 export interface FactNeeds {
   readonly trust: boolean
   readonly installScripts: boolean
+  /** DenyIfInstallScriptChanged (absent: false). */
+  readonly scriptChanges?: boolean
+  /** DenyIfDependencyAdded (absent: false). */
+  readonly dependencies?: boolean
+  /**
+   * The longest quarantine of those two rules, ms: a version older than that
+   * when a listing is rendered can never be withheld by them again, so its
+   * selected-version record carries no comparison (the work is done only
+   * for young versions).
+   */
+  readonly signalsWithinMs?: number
 }
 
 export const NO_FACT_NEEDS: FactNeeds = Object.freeze({ trust: false, installScripts: false })
+
+/** Whether a rule list reads any history fact at all (else the packument path builds no history). */
+export function readsHistory(needs: FactNeeds | undefined): boolean {
+  return needs !== undefined && (needs.trust || needs.installScripts || needs.scriptChanges === true || needs.dependencies === true)
+}
 
 /** The facts about one candidate version that rules read. */
 export interface VersionFacts extends HistoryFacts {

@@ -16,6 +16,7 @@
  * (its age is unknown), as AllowIfOlderThan never admits it either.
  */
 import type { Phase } from './decision.js'
+import { inQuarantine } from './history-quarantine.js'
 import { ABSTAIN, type Rule, type RuleOutcome } from './rule.js'
 import type { DenyIfInstallScriptAddedConfig } from './rule-schema.js'
 
@@ -29,9 +30,8 @@ export function denyIfInstallScriptAdded(config: DenyIfInstallScriptAddedConfig,
       if (facts.installScript !== true) return ABSTAIN
       const previous = facts.scriptAddedAfter
       if (previous === undefined) return ABSTAIN
-      const published = facts.publishedMs ?? facts.publishedAt?.getTime()
       // Old enough: the quarantine is over. No time, or an unreadable one, never is.
-      if (published !== undefined && scope.now - published >= quarantineMs) return ABSTAIN
+      if (!inQuarantine(facts, scope.now, quarantineMs)) return ABSTAIN
       return Object.freeze({ kind: 'decide', verdict: 'deny', reason: 'install_script_added', evidence: Object.freeze([`install script added since ${previous}`]) })
     },
   }

@@ -31,7 +31,9 @@ import { denyIdentity } from './deny-identity.js'
 import { denyIfCve } from './deny-if-cve.js'
 import { denyIfEpss } from './deny-if-epss.js'
 import { denyIfMalicious } from './deny-if-malicious.js'
+import { denyIfDependencyAdded } from './deny-if-dependency-added.js'
 import { denyIfInstallScriptAdded } from './deny-if-install-script-added.js'
+import { denyIfInstallScriptChanged } from './deny-if-install-script-changed.js'
 import { denyIfPublishedAfter } from './deny-if-published-after.js'
 import { denyIfTrustDowngrade } from './deny-if-trust-downgrade.js'
 import { identityMatcher } from './identity-matcher.js'
@@ -70,6 +72,8 @@ function compileKind(config: RuleConfig, ecosystem: Ecosystem, phases: ReadonlyS
     case 'DenyIfInstallScriptAdded': return denyIfInstallScriptAdded(config, phases)
     case 'DenyIfPublishedAfter': return denyIfPublishedAfter(config, phases)
     case 'DenyIfMalicious': return denyIfMalicious(config, phases)
+    case 'DenyIfInstallScriptChanged': return denyIfInstallScriptChanged(config, phases)
+    case 'DenyIfDependencyAdded': return denyIfDependencyAdded(config, phases)
   }
 }
 
@@ -93,19 +97,28 @@ function compileRule(config: RuleConfig, ecosystem: Ecosystem): Rule {
 
 /**
  * The history rules read npm packument facts (`_npmUser`, `dist.attestations`,
- * `scripts`) that a `py` project page does not carry: on a `py` mount they
- * would never decide, so they are refused rather than silently inert.
+ * `scripts`, dependency lists) that a `py` project page does not carry: on a
+ * `py` mount they would never decide, so they are refused rather than
+ * silently inert.
  */
+const NPM_ONLY_RULES: ReadonlySet<unknown> = new Set(['DenyIfTrustDowngrade', 'DenyIfInstallScriptAdded', 'DenyIfInstallScriptChanged', 'DenyIfDependencyAdded'])
+
 export function npmOnlyProblem(ecosystem: Ecosystem, kind: unknown): string | undefined {
-  if (ecosystem !== 'py' || (kind !== 'DenyIfTrustDowngrade' && kind !== 'DenyIfInstallScriptAdded')) return undefined
-  return `${String(kind)} reads npm packument facts (publisher, attestations, install scripts) that a py index does not carry; it applies to the js mount only`
+  if (ecosystem !== 'py' || !NPM_ONLY_RULES.has(kind)) return undefined
+  return `${String(kind)} reads npm packument facts (publisher, attestations, install scripts, dependencies) that a py index does not carry; it applies to the js mount only`
 }
 
 /** The history facts a rule list reads (decision.ts FactNeeds), whatever the phase. */
 export function factNeeds(rules: readonly RuleConfig[]): FactNeeds {
   const trust = rules.some((rule) => rule.rule === 'DenyIfTrustDowngrade')
   const installScripts = rules.some((rule) => rule.rule === 'DenyIfInstallScriptAdded')
-  return trust || installScripts ? Object.freeze({ trust, installScripts }) : NO_FACT_NEEDS
+  const scriptChanges = rules.some((rule) => rule.rule === 'DenyIfInstallScriptChanged')
+  const dependencies = rules.some((rule) => rule.rule === 'DenyIfDependencyAdded')
+  if (!trust && !installScripts && !scriptChanges && !dependencies) return NO_FACT_NEEDS
+  // The two signals' needs are named only when read, so a list without them keeps its shape.
+  if (!scriptChanges && !dependencies) return Object.freeze({ trust, installScripts })
+  const signalsWithinMs = Math.max(...rules.map((rule) => (rule.rule === 'DenyIfInstallScriptChanged' || rule.rule === 'DenyIfDependencyAdded' ? rule.seconds * 1000 : 0)))
+  return Object.freeze({ trust, installScripts, ...(scriptChanges ? { scriptChanges } : {}), ...(dependencies ? { dependencies } : {}), signalsWithinMs })
 }
 
 /**
@@ -137,13 +150,13 @@ export function ruleProblems(ecosystem: Ecosystem, rules: readonly RuleConfig[])
 /**
  * The ages, in milliseconds after publication, at which an admission
  * decision about a version of `packageName` can change with nothing else
- * changing: the quarantines of the AllowIfOlderThan and
- * DenyIfInstallScriptAdded rules that apply to it. A retained answer is
+ * changing: the quarantines of the AllowIfOlderThan, DenyIfInstallScriptAdded,
+ * DenyIfInstallScriptChanged and DenyIfDependencyAdded rules that apply to it. A retained answer is
  * re-gated when one of its versions reaches one (issue 17 item 2).
  */
 function ageStepsOf(rules: readonly RuleConfig[], ecosystem: Ecosystem): (packageName: string) => readonly number[] {
   const timed = rules.flatMap((rule) => {
-    if (rule.rule !== 'AllowIfOlderThan' && rule.rule !== 'DenyIfInstallScriptAdded') return []
+    if (rule.rule !== 'AllowIfOlderThan' && rule.rule !== 'DenyIfInstallScriptAdded' && rule.rule !== 'DenyIfInstallScriptChanged' && rule.rule !== 'DenyIfDependencyAdded') return []
     if (rule.appliesTo !== undefined && !rule.appliesTo.includes('admission')) return []
     return [{ ms: rule.seconds * 1000, selector: packageSelector(ecosystem, rule.packages) }]
   })

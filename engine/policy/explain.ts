@@ -6,7 +6,7 @@
  * time and when the quarantine ends. Built from the decision, the facts and
  * the mount's rule list; never anything the client did not ask about.
  */
-import type { Decision, VersionFacts } from './decision.js'
+import type { Decision, DependencyAddition, InstallScriptChange, VersionFacts } from './decision.js'
 import type { RuleConfig } from './rule-schema.js'
 
 /** What the envelope carries beside the sentence, for tools. */
@@ -60,7 +60,12 @@ export function explainRefusal(decision: Decision, facts: VersionFacts, rules: r
     case 'trust_downgrade':
       return { ...base, message: `${subject} is published with less trust than an earlier version of ${facts.name} (${decision.evidence.join('; ')}): a possible account takeover; denied by ${ruleName(decision)}. Pin an earlier version` }
     case 'install_script_added':
-      return scriptQuarantined(decision, facts, rules, now, subject, base)
+      return historyQuarantined(decision, facts, rules, now, base,
+        `${subject} adds an install script (preinstall, install or postinstall) that ${facts.scriptAddedAfter ?? 'its previous version'} did not have`)
+    case 'install_script_changed':
+      return historyQuarantined(decision, facts, rules, now, base, `${subject} ${scriptChangeWords(facts.installScriptChange)}`)
+    case 'dependency_added':
+      return historyQuarantined(decision, facts, rules, now, base, `${subject} ${dependencyWords(facts.dependencyAddition)}`)
     case 'freeze':
       return frozen(decision, facts, rules, subject, base)
     default:
@@ -99,12 +104,32 @@ function quarantined(decision: Decision, facts: VersionFacts, rules: readonly Ru
   }
 }
 
-/** DenyIfInstallScriptAdded: say which version had no install script, and when this rule stops withholding. */
-function scriptQuarantined(decision: Decision, facts: VersionFacts, rules: readonly RuleConfig[], now: number, subject: string, base: Omit<Explanation, 'message'>): Explanation {
-  const rule = decision.ruleIndex === undefined ? undefined : rules[decision.ruleIndex]
+/** DenyIfInstallScriptChanged's cause: which hooks are new or rewritten, against which version. */
+function scriptChangeWords(change: InstallScriptChange | undefined): string {
+  if (change === undefined) return 'changes its install scripts'
+  const parts = [
+    ...change.added.map((hook) => (hook === 'hasInstallScript' ? 'declares an install script (hasInstallScript)' : `adds a ${hook} script`)),
+    ...change.changed.map((hook) => `rewrites its ${hook} script`),
+  ]
+  return `${parts.join(' and ')} since ${change.since}`
+}
+
+/** DenyIfDependencyAdded's cause: the new names, against which version. */
+function dependencyWords(addition: DependencyAddition | undefined): string {
+  if (addition === undefined) return 'adds a dependency'
+  return `adds ${addition.names.length === 1 ? 'a dependency' : 'dependencies'} ${listed(addition.names)} that ${addition.since} did not have`
+}
+
+/**
+ * The quarantine of a history rule (DenyIfInstallScriptAdded,
+ * DenyIfInstallScriptChanged, DenyIfDependencyAdded): the cause, and when
+ * the rule stops withholding.
+ */
+function historyQuarantined(decision: Decision, facts: VersionFacts, rules: readonly RuleConfig[], now: number, base: Omit<Explanation, 'message'>, cause: string): Explanation {
+  const configured = decision.ruleIndex === undefined ? undefined : rules[decision.ruleIndex]
+  const rule = configured !== undefined && configured.rule === decision.rule && 'seconds' in configured ? configured : undefined
   const published = facts.publishedMs ?? facts.publishedAt?.getTime()
-  const cause = `${subject} adds an install script (preinstall, install or postinstall) that ${facts.scriptAddedAfter ?? 'its previous version'} did not have`
-  if (rule?.rule !== 'DenyIfInstallScriptAdded' || published === undefined || !Number.isFinite(published)) {
+  if (rule === undefined || published === undefined || !Number.isFinite(published)) {
     return { ...base, message: `${cause}; withheld by ${ruleName(decision)}${published === undefined ? ', and the public registry gives no publish time for it, so its quarantine never ends' : ''}` }
   }
   const from = new Date(published + rule.seconds * 1000)

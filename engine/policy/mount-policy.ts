@@ -29,6 +29,7 @@ import type { RuleConfig } from './rule-schema.js'
 import { SkippedCheckRecord } from './skipped-check-record.js'
 import { createPolicyEvaluator } from './waived-evaluator.js'
 import { WaiverAdmissions } from './waiver-admissions.js'
+import { SignalWithholdings } from './signal-withholdings.js'
 import type { WaiverConfig } from './waivers.js'
 import { MalwareRefusals } from './malware-refusals.js'
 import { privateMalwareGate, type PrivateVerdict } from './private-malware-gate.js'
@@ -108,6 +109,8 @@ export interface MountPolicy {
   readonly privateVerdict: PrivateVerdict
   /** Versions refused because a malware record names them, by side (`service.policy.malware.refusals`). */
   readonly malwareRefusals: () => Readonly<Record<'public' | 'private', number>>
+  /** Versions withheld by DenyIfInstallScriptChanged and DenyIfDependencyAdded, by signal (`service.policy.signal.withheld`). */
+  readonly signalWithholdings: () => Readonly<Record<string, number>>
   readonly gateOptions: () => PolicyGateOptions
   /** A listing's decisions of `packageName`: outage tracking and the waiver admissions. */
   readonly observe: (outcome: ListingObservations, packageName: string) => void
@@ -121,6 +124,7 @@ export function mountPolicy(options: MountPolicyOptions): MountPolicy {
   logger.info(ADVISORY_MAX_AGE_MESSAGE, { ecosystem, seconds: maxAge.seconds, origin: maxAge.origin })
   const skipped = new SkippedCheckRecord({ ecosystem, logger })
   const waived = new WaiverAdmissions(ecosystem, logger)
+  const signals = new SignalWithholdings()
   const outage = new AdvisoryOutage({ ecosystem, logger, clock, onRecovered: () => skipped.clear() })
   const context = { ecosystem, database: () => slot.database(), clock, maxAgeSeconds: maxAge.seconds }
   let rules = options.rules
@@ -173,11 +177,13 @@ export function mountPolicy(options: MountPolicyOptions): MountPolicy {
       return refusal
     },
     malwareRefusals: () => malware.counts,
+    signalWithholdings: () => signals.counts,
     observeDecision: (facts, decision) => {
       malware.observe('public', facts.name, facts.version, decision)
       if (decision.advisory.length > 0) outage.observe(decision.advisory)
       skipped.admitted(facts, decision)
       waived.observe(facts.name, facts.version, decision)
+      signals.observe(facts.name, facts.version, decision)
     },
     gateOptions: () => {
       const serving = slot.serving
@@ -197,6 +203,7 @@ export function mountPolicy(options: MountPolicyOptions): MountPolicy {
         if (version === undefined) continue
         waived.observe(packageName, version, decision)
         malware.observe(observation.private === true ? 'private' : 'public', packageName, version, decision)
+        signals.observe(packageName, version, decision)
       }
       // One failing rule anywhere in the listing keeps the outage; a listing whose advisory rules all answered ends it.
       const failing: AdvisoryObservation[] = []

@@ -137,6 +137,32 @@ export const DENY_IF_MALICIOUS_SCHEMA = Type.Object({
   packages: Type.Optional(PACKAGES_SCHEMA),
 }, closed)
 
+/**
+ * `DenyIfInstallScriptChanged`: withholds a version whose install scripts
+ * are new or differ from its previous version's until it is `seconds` old
+ * (engine/policy/deny-if-install-script-changed.ts).
+ */
+export const DENY_IF_INSTALL_SCRIPT_CHANGED_SCHEMA = Type.Object({
+  rule: Type.Literal('DenyIfInstallScriptChanged'),
+  /** Quarantine length in seconds, from the upstream's publish time; past it the rule abstains. */
+  seconds: Type.Integer({ minimum: 0 }),
+  appliesTo: Type.Optional(APPLIES_TO_SCHEMA),
+  packages: Type.Optional(PACKAGES_SCHEMA),
+}, closed)
+
+/**
+ * `DenyIfDependencyAdded`: withholds a version that depends on a name its
+ * previous version did not until it is `seconds` old
+ * (engine/policy/deny-if-dependency-added.ts).
+ */
+export const DENY_IF_DEPENDENCY_ADDED_SCHEMA = Type.Object({
+  rule: Type.Literal('DenyIfDependencyAdded'),
+  /** Quarantine length in seconds, from the upstream's publish time; past it the rule abstains. */
+  seconds: Type.Integer({ minimum: 0 }),
+  appliesTo: Type.Optional(APPLIES_TO_SCHEMA),
+  packages: Type.Optional(PACKAGES_SCHEMA),
+}, closed)
+
 export const RULE_SCHEMAS = {
   DenyIdentity: DENY_IDENTITY_SCHEMA,
   DenyIfCve: DENY_IF_CVE_SCHEMA,
@@ -147,6 +173,8 @@ export const RULE_SCHEMAS = {
   DenyIfInstallScriptAdded: DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA,
   DenyIfPublishedAfter: DENY_IF_PUBLISHED_AFTER_SCHEMA,
   DenyIfMalicious: DENY_IF_MALICIOUS_SCHEMA,
+  DenyIfInstallScriptChanged: DENY_IF_INSTALL_SCRIPT_CHANGED_SCHEMA,
+  DenyIfDependencyAdded: DENY_IF_DEPENDENCY_ADDED_SCHEMA,
 } as const satisfies Record<RuleKind, unknown>
 
 /** One rule list entry: a union discriminated on `rule`. */
@@ -160,6 +188,8 @@ export const RULE_SCHEMA = Type.Union([
   DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA,
   DENY_IF_PUBLISHED_AFTER_SCHEMA,
   DENY_IF_MALICIOUS_SCHEMA,
+  DENY_IF_INSTALL_SCRIPT_CHANGED_SCHEMA,
+  DENY_IF_DEPENDENCY_ADDED_SCHEMA,
 ])
 
 /** A mount's `rules:` list. Empty is allowed: every public version is then denied by default. */
@@ -174,4 +204,6 @@ export type DenyIfTrustDowngradeConfig = Static<typeof DENY_IF_TRUST_DOWNGRADE_S
 export type DenyIfInstallScriptAddedConfig = Static<typeof DENY_IF_INSTALL_SCRIPT_ADDED_SCHEMA>
 export type DenyIfPublishedAfterConfig = Static<typeof DENY_IF_PUBLISHED_AFTER_SCHEMA>
 export type DenyIfMaliciousConfig = Static<typeof DENY_IF_MALICIOUS_SCHEMA>
+export type DenyIfInstallScriptChangedConfig = Static<typeof DENY_IF_INSTALL_SCRIPT_CHANGED_SCHEMA>
+export type DenyIfDependencyAddedConfig = Static<typeof DENY_IF_DEPENDENCY_ADDED_SCHEMA>
 export type RuleConfig = Static<typeof RULE_SCHEMA>

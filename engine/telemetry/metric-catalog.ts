@@ -325,6 +325,17 @@ export const METRIC_CATALOG: readonly MetricSpec[] = Object.freeze([
     },
   },
   {
+    name: 'service.policy.signal.withheld', kind: 'counter', unit: '{version}',
+    description: 'public versions withheld by a supply-chain signal (install_script_changed: DenyIfInstallScriptChanged, dependency_added: DenyIfDependencyAdded), each counted once, by ecosystem and signal',
+    read: (snapshot, observe) => {
+      const byMount = objectAt(part(snapshot, SNAPSHOT_KEYS.policy), 'signalWithholdings')
+      for (const ecosystem of Object.keys(byMount ?? {})) {
+        const counts = objectAt(byMount, ecosystem)
+        for (const signal of ['install_script_changed', 'dependency_added']) observe(numberAt(counts, signal) ?? 0, { ecosystem, signal })
+      }
+    },
+  },
+  {
     name: 'service.policy.reloads', kind: 'counter', unit: '{reload}',
     description: 'policy document reads after boot, by result (applied, unchanged, refused)',
     read: (snapshot, observe) => {

@@ -55,7 +55,7 @@ export const SNAPSHOT_KEYS = Object.freeze({
   pilotRefreshAge: 'service.pilot.refresh.age.seconds',
   /** engine/dredger/dredger-counters.ts. */
   dredgerRemovals: 'service.dredger.removals',
-  /** The policy in force (issue 31): `{ waiverAdmissions: { <ecosystem>: n }, malwareRefusals: { <ecosystem>: { public, private } }, reloads?: { <result>: n } }`. */
+  /** The policy in force (issue 31): `{ waiverAdmissions: { <ecosystem>: n }, malwareRefusals: { <ecosystem>: { public, private } }, signalWithholdings: { <ecosystem>: { <signal>: n } }, reloads?: { <result>: n } }`. */
   policy: 'service.policy',
 } as const)
 

@@ -143,6 +143,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   snapshots[SNAPSHOT_KEYS.policy] = () => ({
     waiverAdmissions: Object.fromEntries([...policies].map(([key, { policy }]) => [key, policy.waiverAdmissions()])),
     malwareRefusals: Object.fromEntries([...policies].map(([key, { policy }]) => [key, policy.malwareRefusals()])),
+    signalWithholdings: Object.fromEntries([...policies].map(([key, { policy }]) => [key, policy.signalWithholdings()])),
     ...(reloader === undefined ? {} : { reloads: reloader.counts }),
   })
   // Embedded queue: this process owns its folder, so it runs the worker too, for every mount with a mirror target (SQS: `service mirror` does).

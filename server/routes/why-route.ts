@@ -14,7 +14,8 @@
  */
 import { isServiceError, ServiceError, toServiceError } from '../../engine/errors.js'
 import { validatePackageName } from '../../engine/npm/names.js'
-import type { Decision, HistoryFacts, VersionFacts, WaiverRef } from '../../engine/policy/decision.js'
+import type { Decision, FactNeeds, HistoryFacts, VersionFacts, WaiverRef } from '../../engine/policy/decision.js'
+import { factNeeds } from '../../engine/policy/evaluator.js'
 import { explainRefusal } from '../../engine/policy/explain.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import type { Clock } from '../../engine/clock.js'
@@ -32,9 +33,12 @@ export interface WhyRouteDeps {
 /**
  * The history facts the mount's rules read, in the answer only when a rule
  * reads them: `trust` and `earlierTrust` (DenyIfTrustDowngrade),
- * `installScript` and `installScriptAddedAfter` (DenyIfInstallScriptAdded).
+ * `installScript` and `installScriptAddedAfter` (DenyIfInstallScriptAdded),
+ * `installScriptChange` (DenyIfInstallScriptChanged: `since`, `added`,
+ * `changed`) and `dependencyAddition` (DenyIfDependencyAdded: `since`,
+ * `names`), null when the version changes nothing.
  */
-function historyFields(history: HistoryFacts | undefined): Record<string, unknown> {
+function historyFields(history: HistoryFacts | undefined, needs: FactNeeds): Record<string, unknown> {
   if (history === undefined) return {}
   const fields: Record<string, unknown> = {}
   if (history.trust !== undefined) {
@@ -45,6 +49,8 @@ function historyFields(history: HistoryFacts | undefined): Record<string, unknow
     fields['installScript'] = history.installScript
     fields['installScriptAddedAfter'] = history.scriptAddedAfter ?? null
   }
+  if (needs.scriptChanges === true) fields['installScriptChange'] = history.installScriptChange ?? null
+  if (needs.dependencies === true) fields['dependencyAddition'] = history.dependencyAddition ?? null
   return fields
 }
 
@@ -103,7 +109,7 @@ export function createWhyHandler(deps: WhyRouteDeps): (ex: Exchange, pkg: string
       evidence: decision.evidence,
       publishedAt: selected.publishedAt?.toISOString() ?? null,
       admittedFrom: explained?.admittedFrom ?? null,
-      ...historyFields(selected.history),
+      ...historyFields(selected.history, factNeeds(deps.rules())),
       // The waiver that admitted it (issue 31 item 2), as written; null when the rules decided.
       waiver: decision.waiver ?? null,
       message: explained?.message ?? (decision.waiver !== undefined ? waivedMessage(`${name}@${version}`, decision.waiver) : undefined) ?? `${name}@${version} is admitted by ${decision.rule ?? 'a rule'}${decision.ruleIndex === undefined ? '' : ` (rule ${decision.ruleIndex + 1})`}${decision.evidence.length > 0 ? `: ${decision.evidence.join(', ')}` : ''}`,

@@ -10,24 +10,11 @@
 import t from 'tap'
 import { makeTestCa } from '../../bench/peers/tls.js'
 import { startMisbehavingUpstream } from '../peers/misbehaving-upstream.js'
+import { fixtureManifest as manifest } from '../helpers/fixture-manifest.js'
 import { startTestProxy } from '../helpers/proxy.js'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
-
-function manifest(origin: string, name: string, version: string, extra: Record<string, unknown> = {}, dist: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    name,
-    version,
-    dist: {
-      integrity: `sha512-${Buffer.from(`${name}@${version}`.padEnd(64, '.')).toString('base64')}`,
-      shasum: '0123456789abcdef0123456789abcdef01234567',
-      tarball: `${origin}/${name}/-/${name}-${version}.tgz`,
-      ...dist,
-    },
-    ...extra,
-  }
-}
 
 t.test('history gates through the proxy', async (t) => {
   const ca = await makeTestCa()
