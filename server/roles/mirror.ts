@@ -61,6 +61,8 @@ import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
 import { openSharedCache, reportedInvalidation } from './shared-cache.js'
 import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
+import { forwardProxyFor } from './mount-clients.js'
+import type { ForwardProxy } from '../../engine/upstream/forward-proxy.js'
 
 /** info: the dedicated worker is consuming. */
 export const MIRROR_LISTENING = 'mirror worker listening'
@@ -220,7 +222,7 @@ export async function receiveBudget(queue: Queue, configured: number, logger: Lo
 }
 
 /** The public leg's client of a mount, built as the proxy builds it (the same egress policy). */
-export function publicClientFor(config: Config, mount: MountConfig, maxResponseBytes: number, logger: Logger, counters: UpstreamFetchCounters): UpstreamClient {
+export function publicClientFor(config: Config, mount: MountConfig, maxResponseBytes: number, logger: Logger, counters: UpstreamFetchCounters, forwardProxy?: ForwardProxy): UpstreamClient {
   const upstream = mount.upstreams.public
   if (upstream === undefined) throw new Error(`mounts.${mount.key}.upstreams.public is not set: the mirror worker fetches from it`)
   return new UpstreamClient({
@@ -235,6 +237,7 @@ export function publicClientFor(config: Config, mount: MountConfig, maxResponseB
     proxyId: hopMarker(config.server.baseUrl),
     logger,
     counters,
+    forwardProxy,
   })
 }
 
@@ -253,7 +256,8 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
   }
   const plan = await planFor(config)
   const fetchCounters = new UpstreamFetchCounters()
-  const sources = mounts.map((mount) => ({ mount, source: publicClientFor(config, mount, plan.maxResponseBytes.value, logger, fetchCounters) }))
+  const forwardProxy = forwardProxyFor(config, logger)
+  const sources = mounts.map((mount) => ({ mount, source: publicClientFor(config, mount, plan.maxResponseBytes.value, logger, fetchCounters, forwardProxy) }))
   const queue = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock })
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()

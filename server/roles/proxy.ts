@@ -49,6 +49,7 @@ import { attachPyMount } from './py-wiring.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
 import { openSharedCache } from './shared-cache.js'
+import { forwardProxyFor } from './mount-clients.js'
 
 export const PROXY_LISTENING = 'proxy listening'
 
@@ -102,7 +103,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     door, config, pool, gate, logger, clock,
     gateModule: siblingModule('../../workers/policy-gate'),
     // One set of large artifact read buffers for every upstream of every mount, bounded by the plan.
-    upstreams: { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker: hopMarker(config.server.baseUrl), logger, largeReadBuffers: new LargeReadBuffers(plan.artifactReadBuffers.value) },
+    upstreams: { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker: hopMarker(config.server.baseUrl), logger, largeReadBuffers: new LargeReadBuffers(plan.artifactReadBuffers.value), forwardProxy: forwardProxyFor(config, logger) },
     edge: edgeAuthFor(config.server.edgeTokens),
     cacheBudget: new CacheBudget(plan.cacheBudgetBytes.value, CACHE_MAX_ENTRIES),
     origin: requestOrigin(config),
