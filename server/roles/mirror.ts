@@ -256,7 +256,7 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
   }
   const plan = await planFor(config)
   const fetchCounters = new UpstreamFetchCounters()
-  const forwardProxy = forwardProxyFor(config, logger)
+  const forwardProxy = forwardProxyFor(config, logger, ctx.env)
   const sources = mounts.map((mount) => ({ mount, source: publicClientFor(config, mount, plan.maxResponseBytes.value, logger, fetchCounters, forwardProxy) }))
   const queue = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock })
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })

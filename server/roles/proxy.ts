@@ -103,7 +103,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     door, config, pool, gate, logger, clock,
     gateModule: siblingModule('../../workers/policy-gate'),
     // One set of large artifact read buffers for every upstream of every mount, bounded by the plan.
-    upstreams: { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker: hopMarker(config.server.baseUrl), logger, largeReadBuffers: new LargeReadBuffers(plan.artifactReadBuffers.value), forwardProxy: forwardProxyFor(config, logger) },
+    upstreams: { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker: hopMarker(config.server.baseUrl), logger, largeReadBuffers: new LargeReadBuffers(plan.artifactReadBuffers.value), forwardProxy: forwardProxyFor(config, logger, ctx.env) },
     edge: edgeAuthFor(config.server.edgeTokens),
     cacheBudget: new CacheBudget(plan.cacheBudgetBytes.value, CACHE_MAX_ENTRIES),
     origin: requestOrigin(config),
