@@ -8,7 +8,7 @@
  * used: it asks the proxy for the target's NAME, which would let the
  * proxy's resolver bypass the internal-range block.
  */
-import type { buildConnector } from 'undici'
+import { buildConnector } from 'undici'
 import { openTunnel, tunnelTarget, type ForwardProxy, type TargetLookup } from './forward-proxy.js'
 
 export interface ProxiedConnectorOptions {
@@ -34,4 +34,20 @@ export function proxiedConnector(o: ProxiedConnectorOptions): buildConnector.con
         else callback(null, socket)
       }, (err: Error) => callback(err, null))
   }
+}
+
+/** undici's default connect timeout, kept for the trusted targets' agents (they set none of their own). */
+const TARGET_CONNECT_TIMEOUT_MS = 10_000
+
+/**
+ * The `connect` option of an undici Agent that writes to a trusted,
+ * operator-configured target (the mirror target, the publish target):
+ * through the forward proxy when one routes the target's origin (the tunnel
+ * asks for the target's name: a trusted target has no egress guard), else
+ * direct. Undefined without a forward proxy, so the Agent keeps its own.
+ */
+export function trustedTargetConnector(forwardProxy: ForwardProxy | undefined): { connect: buildConnector.connector } | Record<string, never> {
+  if (forwardProxy === undefined) return {}
+  const direct = buildConnector({ timeout: TARGET_CONNECT_TIMEOUT_MS })
+  return { connect: proxiedConnector({ direct, forwardProxy, lookup: undefined, timeoutMs: TARGET_CONNECT_TIMEOUT_MS }) }
 }

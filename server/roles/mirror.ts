@@ -97,6 +97,8 @@ export interface AttachMirrorOptions {
   readonly logger: Logger
   readonly clock?: Clock
   readonly queue: Queue
+  /** The forward proxy the worker's target writes go through (docs/security.md#forward-proxy); direct when unset. */
+  readonly forwardProxy?: ForwardProxy | undefined
   /** Each mount with a mirror target, with its public leg client: the same egress policy for the worker's fetches. */
   readonly mounts: readonly MirrorMountSource[]
   readonly liveness: Liveness
@@ -149,7 +151,7 @@ export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<
     if (mirror.credential !== undefined && credential === undefined) throw new Error(`mounts.${mount.key}.mirror.credential names a credential this process has not built`)
     // A paused worker is alive: each trial of a held job beats the heartbeat /livez reads.
     const pace = new TargetPace({ maxConcurrency: concurrency, slowMs: config.limits.mirrorTargetSlowMs, authority: new URL(mirror.target).host, mount: mount.key, logger, clock, onTrial: () => heartbeat.beat() })
-    const connection = { token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes, onAnswer: (ms: number) => pace.sample(ms) }
+    const connection = { token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes, onAnswer: (ms: number) => pace.sample(ms), forwardProxy: options.forwardProxy }
     if (mount.key === 'py') {
       const target = new PyUploadTarget({ url: mirror.target, simpleUrl: mirror.simpleUrl, ...connection })
       targets.push(target)
@@ -275,7 +277,7 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
     const names = [...new Set(mounts.map((m) => m.mirror?.credential).filter((n): n is string => n !== undefined))]
     if (names.length > 0) await credentials.prime(names)
     if (names.length > 0) credentialCounters = () => credentials.counters.snapshot()
-    attachment = await attachMirrorWorker({ config, logger, clock, queue, mounts: sources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, ...(sharedCache === undefined ? {} : { invalidations: { js: reportedInvalidation(sharedCache.invalidation.invalidate, 'js', logger), py: reportedInvalidation(sharedCache.invalidation.invalidate, 'py', logger) } }) })
+    attachment = await attachMirrorWorker({ config, logger, clock, queue, forwardProxy, mounts: sources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, ...(sharedCache === undefined ? {} : { invalidations: { js: reportedInvalidation(sharedCache.invalidation.invalidate, 'js', logger), py: reportedInvalidation(sharedCache.invalidation.invalidate, 'py', logger) } }) })
   } catch (error) {
     await sharedCache?.close()
     await queue.close()

@@ -140,7 +140,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   })
   // Embedded queue: this process owns its folder, so it runs the worker too, for every mount with a mirror target (SQS: `service mirror` does).
   const mirrorWorker = embedded === undefined || mirrorSources.length === 0 ? undefined
-    : await attachMirrorWorker({ config, logger, clock, queue: embedded, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate, invalidations })
+    : await attachMirrorWorker({ config, logger, clock, queue: embedded, forwardProxy: parts.upstreams.forwardProxy, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate, invalidations })
   if (mirrorWorker !== undefined) Object.assign(snapshots, mirrorWorker.snapshots)
 
   // Each mount whose rules read the advisory database polls the store for Pilot's artifact (SPEC.md 3.1, 3.4).

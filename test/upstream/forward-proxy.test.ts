@@ -216,3 +216,35 @@ t.test('through a real CONNECT proxy', async (t) => {
     t.equal(await codeOf(slow.client.openArtifact(artifact, { method: 'GET' })), 'EGRESS_PROXY_TIMEOUT', 'artifacts')
   })
 })
+
+t.test('the mirror target and the publish target are written through the proxy, asking for their names', async (t) => {
+  const { MirrorTarget } = await import('../../engine/mirror/mirror-target.js')
+  const { PublishTarget } = await import('../../engine/publish/publish-target.js')
+  const target = await startServer(t, (req, res) => {
+    req.resume()
+    req.on('end', () => {
+      if (req.method === 'GET') { res.statusCode = 404; res.end('{}'); return }
+      res.setHeader('content-type', 'application/json')
+      res.end('{"ok":true}')
+    })
+  })
+  const forward = await startConnectProxy(t)
+  const proxy = forwardProxyOf({ environment: true }, { HTTP_PROXY: forward.url }) as ForwardProxy
+  const mirror = new MirrorTarget({ url: `http://localhost:${target.port}/`, maxDocumentBytes: 1024 * 1024, forwardProxy: proxy })
+  t.teardown(() => mirror.close())
+  t.same(await mirror.lookup('left-pad', '1.0.0'), { kind: 'absent' })
+  t.equal((await mirror.publish('left-pad', (async function * () { yield Buffer.from('{}') })())).status, 200)
+  const publish = new PublishTarget({ url: `http://localhost:${target.port}/`, token: undefined, proxyId: 'proxy-test', forwardProxy: proxy })
+  t.teardown(() => publish.close())
+  const answer = await publish.publish('left-pad', Buffer.from('{}'), AbortSignal.timeout(10_000))
+  t.equal(answer.status, 200)
+  t.equal(target.seen.length, 3)
+  t.ok(forward.targets.length >= 1 && forward.targets.every((a) => a === `localhost:${target.port}`), `tunnels to the target by name: ${forward.targets.join(', ')}`)
+
+  const direct = forwardProxyOf({ environment: true }, { HTTP_PROXY: forward.url, NO_PROXY: 'localhost' }) as ForwardProxy
+  const before = forward.targets.length
+  const bypass = new MirrorTarget({ url: `http://localhost:${target.port}/`, maxDocumentBytes: 1024 * 1024, forwardProxy: direct })
+  t.teardown(() => bypass.close())
+  t.same(await bypass.lookup('left-pad', '1.0.0'), { kind: 'absent' })
+  t.equal(forward.targets.length, before, 'NO_PROXY: direct')
+})
