@@ -251,3 +251,15 @@ export function openTunnel(route: ProxyRoute, target: string, options: TunnelOpt
     options.signal?.addEventListener('abort', onSignal, { once: true })
   })
 }
+
+/**
+ * The forward proxy (`http://host:port`) and its answer's status of a
+ * tunnel failure (EGRESS_PROXY_*), for the failure's log line; empty for
+ * any other error.
+ */
+export function forwardProxyDetail(error: ServiceError): Record<string, unknown> {
+  const proxy = error.data?.['proxy']
+  if (!error.code.startsWith('EGRESS_PROXY_') || typeof proxy !== 'string') return {}
+  const status = error.data?.['status']
+  return { proxy, ...(typeof status === 'number' ? { proxyStatus: status } : {}) }
+}

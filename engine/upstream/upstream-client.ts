@@ -39,7 +39,7 @@ import { ArtifactConnections } from './http1/artifact-connection-pool.js'
 import type { LargeReadBuffers } from './http1/artifact-connection.js'
 import type { RequestAbort } from './http1/request-abort.js'
 import { ChunkRuns } from './chunk-runs.js'
-import type { ForwardProxy } from './forward-proxy.js'
+import { forwardProxyDetail, type ForwardProxy } from './forward-proxy.js'
 import { proxiedConnector } from './proxied-connector.js'
 
 /** Logged at error: 408, 429, 5xx, no answer, a malformed or oversized body (SPEC.md 6.2). */
@@ -367,7 +367,7 @@ export class UpstreamClient {
       if (options.signal?.aborted === true && !exchange.signal.aborted) return options.signal.reason
       const failure = transportFailure(exchange.signal.aborted ? exchange.signal.reason : err, upstream)
       const detail = failure.error.data?.['code'] ?? failure.error.data?.['reason']
-      this.#fail(METADATA_FETCH_FAILED, 'error', failure.cause, { ...where, code: failure.error.code, ...(detail === undefined ? {} : { detail }) })
+      this.#fail(METADATA_FETCH_FAILED, 'error', failure.cause, { ...where, code: failure.error.code, ...(detail === undefined ? {} : { detail }), ...forwardProxyDetail(failure.error) })
       return failure.error
     }
     try {

@@ -21,6 +21,7 @@ import { startVerdaccio } from '../../bench/peers/verdaccio.js'
 import { startTestProxy } from '../helpers/proxy.js'
 import { startConnectProxy } from '../upstream/connect-proxy.js'
 import { FORWARD_PROXY_LOG } from '../../server/roles/mount-clients.js'
+import { METADATA_FETCH_FAILED } from '../../engine/upstream/upstream-client.js'
 
 t.test('installs through a forward proxy; the egress policy still judges the target', async (t) => {
   const [priv, pub] = await Promise.all([startVerdaccio({ role: 'private' }), startVerdaccio({ role: 'public' })])
@@ -106,7 +107,10 @@ t.test('installs through a forward proxy; the egress policy still judges the tar
     const tarball = await wrong.get('/js/e2e-leaf/-/e2e-leaf-2.0.0.tgz')
     t.equal(tarball.status, 502)
     const logged = JSON.stringify(wrong.logger.records)
-    t.match(logged, /EGRESS_PROXY_REFUSED/)
+    // The upstream read's line names the proxy (the tarball's request fails at its packument read, before any artifact connection).
+    const failures = wrong.logger.find(METADATA_FETCH_FAILED).filter((r) => r.data?.['code'] === 'EGRESS_PROXY_REFUSED')
+    t.equal(failures.length, 2, 'logged for e2e-util and e2e-leaf')
+    t.ok(failures.every((r) => r.data?.['proxy'] === forward.url && r.data['proxyStatus'] === 407), 'each line names the proxy and its answer')
     t.equal(logged.includes('wrong'), false, 'the credential is in no log line')
   })
 })

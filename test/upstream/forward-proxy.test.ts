@@ -172,7 +172,7 @@ t.test('through a real CONNECT proxy', async (t) => {
     t.equal(isServiceError(err) ? err.status : 0, 502)
     t.match(isServiceError(err) ? err.data : {}, { proxy: proxy.url, status: 407, target: judged })
     const line = bad.logger.find(METADATA_FETCH_FAILED)[0]
-    t.equal(line?.data?.['code'], 'EGRESS_PROXY_REFUSED', 'logged')
+    t.match(line?.data, { code: 'EGRESS_PROXY_REFUSED', proxy: proxy.url, proxyStatus: 407 }, 'logged, naming the proxy and its answer')
     t.equal(bad.counters.get('connection'), 1)
     t.equal(JSON.stringify([err, bad.logger.find(METADATA_FETCH_FAILED)]).includes('wrong'), false, 'no credential in the error or the log')
     t.equal(await codeOf(bad.client.openArtifact(artifact, { method: 'GET' })), 'EGRESS_PROXY_REFUSED', 'artifacts')
