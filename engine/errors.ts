@@ -47,6 +47,10 @@ export const ERROR_TABLE = {
   // A deployment's resolver answering an allowed host with a reserved address: a configuration problem, not a verdict.
   EGRESS_ADDRESS_INTERNAL: { status: 502, message: 'the upstream host resolves to an address in an internal range, which the egress policy refuses' },
   TARBALL_HOST_REFUSED: { status: 403, message: 'the tarball URL names a host the tarball-host policy refuses' },
+  // The forward proxy upstream connections leave through (docs/security.md#forward-proxy): a fault of the way out, not of the package.
+  EGRESS_PROXY_UNREACHABLE: { status: 502, message: 'the forward proxy cannot be reached' },
+  EGRESS_PROXY_REFUSED: { status: 502, message: 'the forward proxy refused the tunnel to the upstream' },
+  EGRESS_PROXY_TIMEOUT: { status: 504, message: 'the forward proxy did not open the tunnel in time' },
 
   // Policy and advisory data (SPEC.md 3.3, 3.5, 4.2).
   POLICY_WITHHELD: { status: 403, message: 'withheld by policy' },

@@ -223,6 +223,16 @@ export const MountSchema = Type.Object({
   // No default here: a mount exists only when configured (or by the mounts default below).
 }, closed)
 
+/** The forward proxy upstream connections leave through (docs/security.md#forward-proxy). */
+const EgressSchema = Type.Object({
+  proxy: Defaulted(Type.Object({
+    url: Type.Optional(Url('http://host:port of the forward proxy for every upstream connection (a CONNECT tunnel); unset: https_proxy/HTTPS_PROXY for https upstreams, http_proxy/HTTP_PROXY for http ones')),
+    credential: Type.Optional(Secret('user:password sent to the forward proxy as Proxy-Authorization: Basic; unset: the userinfo of the environment variable\'s URL')),
+    noProxy: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'hosts (and every name under them), host:port, or * reached without the proxy; unset: no_proxy/NO_PROXY' })),
+    environment: Defaulted(Type.Boolean({ description: 'read HTTPS_PROXY, HTTP_PROXY and NO_PROXY (and their lower-case forms) where url and noProxy are unset' }), true),
+  }, closed), {}),
+}, closed)
+
 export const MOUNT_KEYS = ['js', 'py'] as const
 export type MountKey = (typeof MOUNT_KEYS)[number]
 
@@ -238,6 +248,7 @@ export const ConfigSchema = Type.Object({
   dredger: Defaulted(DredgerSchema, {}),
   policy: Defaulted(PolicySchema, {}),
   respectUpstreamTarballHost: Defaulted(Type.Boolean({ description: 'admit a public tarball URL on another host:port' }), false),
+  egress: Defaulted(EgressSchema, {}),
   credentials: Defaulted(Type.Array(CredentialSchema, { description: 'upstream credential providers, referred to by name' }), []),
   mounts: Defaulted(Type.Object({
     js: Type.Optional(MountSchema),

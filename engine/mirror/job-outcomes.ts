@@ -49,9 +49,13 @@ export function detailOf(error: ServiceError): Record<string, unknown> {
 /**
  * Failures that pass: an upstream or target briefly failing, a document that
  * did not decode (a cut body), and the memory gate of a proxy that embeds the
- * worker shedding or pausing too long.
+ * worker shedding or pausing too long, and the forward proxy down or slow
+ * (a proxy refusing the tunnel, a wrong credential say, is not transient).
  */
-const TRANSIENT_CODES: ReadonlySet<string> = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_DECODE', 'GATE_SHED', 'GATE_PAUSE_TIMEOUT'])
+const TRANSIENT_CODES: ReadonlySet<string> = new Set([
+  'UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_DECODE', 'GATE_SHED', 'GATE_PAUSE_TIMEOUT',
+  'EGRESS_PROXY_UNREACHABLE', 'EGRESS_PROXY_TIMEOUT',
+])
 
 export interface JobOutcomesOptions {
   readonly logger: Logger

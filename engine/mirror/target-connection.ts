@@ -15,6 +15,8 @@ import { Agent, type Dispatcher } from 'undici'
 import { ServiceError } from '../errors.js'
 import type { BearerToken } from '../secret.js'
 import { refusalCause } from './refusal-cause.js'
+import type { ForwardProxy } from '../upstream/forward-proxy.js'
+import { trustedTargetConnector } from '../upstream/proxied-connector.js'
 
 export interface TargetConnectionOptions {
   readonly token?: BearerToken | undefined
@@ -30,6 +32,8 @@ export interface TargetConnectionOptions {
   readonly dispatcher?: Dispatcher
   /** Each lookup the target answered (any status): milliseconds to its headers (the mirror's pace, target-pace.ts). */
   readonly onAnswer?: (latencyMs: number) => void
+  /** The forward proxy the target is reached through (docs/security.md#forward-proxy); direct when unset. */
+  readonly forwardProxy?: ForwardProxy | undefined
 }
 
 /** A sent body's answer: its status and, for a refusal, the target's own reason (refusal-cause.ts). */
@@ -88,6 +92,7 @@ export class TargetConnection {
       headersTimeout: options.headersTimeoutMs ?? 300_000,
       bodyTimeout: options.bodyTimeoutMs ?? 60_000,
       connections: 8,
+      ...trustedTargetConnector(options.forwardProxy),
     })
   }
 

@@ -14,6 +14,8 @@ import { Agent } from 'undici'
 import { ServiceError } from '../errors.js'
 import { encodePackageName } from '../npm/names.js'
 import type { BearerToken } from '../secret.js'
+import type { ForwardProxy } from '../upstream/forward-proxy.js'
+import { trustedTargetConnector } from '../upstream/proxied-connector.js'
 
 /** A publish answer is a small JSON document; more is not relayed. */
 export const MAX_TARGET_ANSWER_BYTES = 1024 * 1024
@@ -28,6 +30,8 @@ export interface PublishTargetOptions {
   /** A target stores the tarball before it answers: headers may take a while. */
   readonly headersTimeoutMs?: number
   readonly bodyTimeoutMs?: number
+  /** The forward proxy the target is reached through (docs/security.md#forward-proxy); direct when unset. */
+  readonly forwardProxy?: ForwardProxy | undefined
 }
 
 export interface TargetAnswer {
@@ -52,6 +56,7 @@ export class PublishTarget {
     this.#agent = new Agent({
       headersTimeout: options.headersTimeoutMs ?? 120_000,
       bodyTimeout: options.bodyTimeoutMs ?? 30_000,
+      ...trustedTargetConnector(options.forwardProxy),
     })
   }
 

@@ -39,6 +39,8 @@ import { ArtifactConnections } from './http1/artifact-connection-pool.js'
 import type { LargeReadBuffers } from './http1/artifact-connection.js'
 import type { RequestAbort } from './http1/request-abort.js'
 import { ChunkRuns } from './chunk-runs.js'
+import { forwardProxyDetail, type ForwardProxy } from './forward-proxy.js'
+import { proxiedConnector } from './proxied-connector.js'
 
 /** Logged at error: 408, 429, 5xx, no answer, a malformed or oversized body (SPEC.md 6.2). */
 export const METADATA_FETCH_FAILED = 'upstream metadata fetch failed'
@@ -121,6 +123,8 @@ export interface UpstreamClientOptions {
   readonly respectUpstreamTarballHost?: boolean
   /** Times the metadata miss log's window (METADATA_MISS_LOG_WINDOW_MS); the system clock when unset. */
   readonly clock?: Clock
+  /** The forward proxy connections leave through (forward-proxy.ts); direct when unset. */
+  readonly forwardProxy?: ForwardProxy | undefined
 }
 
 export interface FetchDocumentOptions {
@@ -257,6 +261,10 @@ export class UpstreamClient {
       ...(options.trusted ? {} : { lookup: this.#guard.lookup }),
     })
     const guard = this.#guard
+    const lookup = options.trusted ? undefined : this.#guard.lookup
+    const onward = options.forwardProxy === undefined
+      ? inner
+      : proxiedConnector({ direct: inner, forwardProxy: options.forwardProxy, lookup, timeoutMs: timeouts.connectMs })
     const connect: buildConnector.connector = (connectOptions, callback) => {
       // A literal address never reaches `lookup`, so it is judged here.
       const host = connectOptions.hostname
@@ -268,7 +276,7 @@ export class UpstreamClient {
           return
         }
       }
-      inner(connectOptions, callback)
+      onward(connectOptions, callback)
     }
     this.#agent = new Agent({
       connect,
@@ -284,7 +292,8 @@ export class UpstreamClient {
       ...(options.connections === undefined ? {} : { connections: options.connections }),
       ...(ca === undefined ? {} : { ca }),
       ...(options.largeReadBuffers === undefined ? {} : { largeReadBuffers: options.largeReadBuffers }),
-      ...(options.trusted ? {} : { lookup: this.#guard.lookup }),
+      ...(lookup === undefined ? {} : { lookup }),
+      ...(options.forwardProxy === undefined ? {} : { forwardProxy: options.forwardProxy }),
       checkAddress: (address) => guard.checkAddress(address),
     })
   }
@@ -358,7 +367,7 @@ export class UpstreamClient {
       if (options.signal?.aborted === true && !exchange.signal.aborted) return options.signal.reason
       const failure = transportFailure(exchange.signal.aborted ? exchange.signal.reason : err, upstream)
       const detail = failure.error.data?.['code'] ?? failure.error.data?.['reason']
-      this.#fail(METADATA_FETCH_FAILED, 'error', failure.cause, { ...where, code: failure.error.code, ...(detail === undefined ? {} : { detail }) })
+      this.#fail(METADATA_FETCH_FAILED, 'error', failure.cause, { ...where, code: failure.error.code, ...(detail === undefined ? {} : { detail }), ...forwardProxyDetail(failure.error) })
       return failure.error
     }
     try {

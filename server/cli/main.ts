@@ -130,7 +130,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   process.on('disconnect', () => exit(EXIT.CANCELLED))
   if (process.send !== undefined && !process.connected) exit(EXIT.CANCELLED)
 
-  const ctx: RoleContext = { config, logger, clock: systemClock, identity, build, trace }
+  const ctx: RoleContext = { config, logger, clock: systemClock, identity, build, trace, env }
   if (once !== undefined) {
     try {
       await once(ctx)

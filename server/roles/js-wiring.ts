@@ -131,6 +131,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     token: publish.token,
     ...(publish.credential === undefined ? {} : { credential: o.upstreams.credentials.source(publish.credential) }),
     proxyId: o.upstreams.marker,
+    forwardProxy: o.upstreams.forwardProxy,
   })
   const publishCounters = new PublishCounters()
   mountJs(o.door, {

@@ -61,6 +61,8 @@ import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
 import { openSharedCache, reportedInvalidation } from './shared-cache.js'
 import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
+import { forwardProxyFor } from './mount-clients.js'
+import type { ForwardProxy } from '../../engine/upstream/forward-proxy.js'
 
 /** info: the dedicated worker is consuming. */
 export const MIRROR_LISTENING = 'mirror worker listening'
@@ -95,6 +97,8 @@ export interface AttachMirrorOptions {
   readonly logger: Logger
   readonly clock?: Clock
   readonly queue: Queue
+  /** The forward proxy the worker's target writes go through (docs/security.md#forward-proxy); direct when unset. */
+  readonly forwardProxy?: ForwardProxy | undefined
   /** Each mount with a mirror target, with its public leg client: the same egress policy for the worker's fetches. */
   readonly mounts: readonly MirrorMountSource[]
   readonly liveness: Liveness
@@ -147,7 +151,7 @@ export async function attachMirrorWorker(options: AttachMirrorOptions): Promise<
     if (mirror.credential !== undefined && credential === undefined) throw new Error(`mounts.${mount.key}.mirror.credential names a credential this process has not built`)
     // A paused worker is alive: each trial of a held job beats the heartbeat /livez reads.
     const pace = new TargetPace({ maxConcurrency: concurrency, slowMs: config.limits.mirrorTargetSlowMs, authority: new URL(mirror.target).host, mount: mount.key, logger, clock, onTrial: () => heartbeat.beat() })
-    const connection = { token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes, onAnswer: (ms: number) => pace.sample(ms) }
+    const connection = { token: mirror.token, credential, maxDocumentBytes: options.maxDocumentBytes, onAnswer: (ms: number) => pace.sample(ms), forwardProxy: options.forwardProxy }
     if (mount.key === 'py') {
       const target = new PyUploadTarget({ url: mirror.target, simpleUrl: mirror.simpleUrl, ...connection })
       targets.push(target)
@@ -220,7 +224,7 @@ export async function receiveBudget(queue: Queue, configured: number, logger: Lo
 }
 
 /** The public leg's client of a mount, built as the proxy builds it (the same egress policy). */
-export function publicClientFor(config: Config, mount: MountConfig, maxResponseBytes: number, logger: Logger, counters: UpstreamFetchCounters): UpstreamClient {
+export function publicClientFor(config: Config, mount: MountConfig, maxResponseBytes: number, logger: Logger, counters: UpstreamFetchCounters, forwardProxy?: ForwardProxy): UpstreamClient {
   const upstream = mount.upstreams.public
   if (upstream === undefined) throw new Error(`mounts.${mount.key}.upstreams.public is not set: the mirror worker fetches from it`)
   return new UpstreamClient({
@@ -235,6 +239,7 @@ export function publicClientFor(config: Config, mount: MountConfig, maxResponseB
     proxyId: hopMarker(config.server.baseUrl),
     logger,
     counters,
+    forwardProxy,
   })
 }
 
@@ -253,7 +258,8 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
   }
   const plan = await planFor(config)
   const fetchCounters = new UpstreamFetchCounters()
-  const sources = mounts.map((mount) => ({ mount, source: publicClientFor(config, mount, plan.maxResponseBytes.value, logger, fetchCounters) }))
+  const forwardProxy = forwardProxyFor(config, logger, ctx.env)
+  const sources = mounts.map((mount) => ({ mount, source: publicClientFor(config, mount, plan.maxResponseBytes.value, logger, fetchCounters, forwardProxy) }))
   const queue = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock })
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()
@@ -271,7 +277,7 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
     const names = [...new Set(mounts.map((m) => m.mirror?.credential).filter((n): n is string => n !== undefined))]
     if (names.length > 0) await credentials.prime(names)
     if (names.length > 0) credentialCounters = () => credentials.counters.snapshot()
-    attachment = await attachMirrorWorker({ config, logger, clock, queue, mounts: sources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, ...(sharedCache === undefined ? {} : { invalidations: { js: reportedInvalidation(sharedCache.invalidation.invalidate, 'js', logger), py: reportedInvalidation(sharedCache.invalidation.invalidate, 'py', logger) } }) })
+    attachment = await attachMirrorWorker({ config, logger, clock, queue, forwardProxy, mounts: sources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, ...(sharedCache === undefined ? {} : { invalidations: { js: reportedInvalidation(sharedCache.invalidation.invalidate, 'js', logger), py: reportedInvalidation(sharedCache.invalidation.invalidate, 'py', logger) } }) })
   } catch (error) {
     await sharedCache?.close()
     await queue.close()

@@ -5,6 +5,21 @@ import type { CredentialRegistry } from '../../engine/upstream/credentials/crede
 import type { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import type { LargeReadBuffers } from '../../engine/upstream/http1/artifact-connection.js'
+import { forwardProxyOf, type ForwardProxy } from '../../engine/upstream/forward-proxy.js'
+
+/** Logged at info at boot when upstream connections leave through a forward proxy (docs/security.md#forward-proxy). */
+export const FORWARD_PROXY_LOG = 'upstream connections leave through a forward proxy'
+
+/**
+ * The forward proxy of the configuration (`egress.proxy`) and the
+ * environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), built once per process
+ * and said at boot, without its credential; undefined: connections go direct.
+ */
+export function forwardProxyFor(config: Config, logger: Logger, env: NodeJS.ProcessEnv = process.env): ForwardProxy | undefined {
+  const proxy = forwardProxyOf(config.egress.proxy, env)
+  if (proxy !== undefined) logger.info(FORWARD_PROXY_LOG, proxy.describe())
+  return proxy
+}
 
 export interface ClientContext {
   readonly config: Config
@@ -15,6 +30,8 @@ export interface ClientContext {
   readonly logger: Logger
   /** The process's large artifact read buffers (the memory plan's artifactReadBuffers), shared by every mount's clients. */
   readonly largeReadBuffers: LargeReadBuffers
+  /** The forward proxy every upstream connection leaves through (forwardProxyFor); direct when unset. */
+  readonly forwardProxy?: ForwardProxy | undefined
 }
 
 /**
@@ -32,6 +49,7 @@ export function mountClients(mount: MountConfig, c: ClientContext): { privateCli
     logger: c.logger,
     counters: c.counters,
     largeReadBuffers: c.largeReadBuffers,
+    forwardProxy: c.forwardProxy,
   })
   const publicClient = mount.upstreams.public === undefined ? undefined : new UpstreamClient({
     url: mount.upstreams.public.url,
@@ -46,6 +64,7 @@ export function mountClients(mount: MountConfig, c: ClientContext): { privateCli
     logger: c.logger,
     counters: c.counters,
     largeReadBuffers: c.largeReadBuffers,
+    forwardProxy: c.forwardProxy,
   })
   return { privateClient, publicClient }
 }

@@ -33,6 +33,9 @@ import { mountProbes } from '../routes/probes.js'
 import { describeObjectStore, openObjectStore } from './object-store.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { inRootSpan } from '../../engine/telemetry/work-span.js'
+import { Agent } from 'undici'
+import { forwardProxyOf } from '../../engine/upstream/forward-proxy.js'
+import { trustedTargetConnector } from '../../engine/upstream/proxied-connector.js'
 import { SNAPSHOT_KEYS } from '../../engine/telemetry/snapshot-keys.js'
 
 export const PILOT_LISTENING = 'pilot listening'
@@ -64,7 +67,7 @@ export function checkPilotConfig(config: Pick<Config, 'advisories' | 'mounts'>):
 }
 
 export interface PilotRunOptions {
-  readonly ctx: Pick<RoleContext, 'config' | 'logger' | 'clock'>
+  readonly ctx: Pick<RoleContext, 'config' | 'logger' | 'clock'> & { readonly env?: NodeJS.ProcessEnv | undefined }
   readonly store: ObjectStore
   /** Folder for downloaded archives; default the system temp folder. */
   readonly tmpDir?: string
@@ -72,10 +75,22 @@ export interface PilotRunOptions {
 
 /** One run: compile and publish every mounted ecosystem, one after another (one archive in memory at a time). */
 export async function runPilot(options: PilotRunOptions): Promise<PilotRunReport> {
-  const { config, logger, clock } = options.ctx
+  const { config } = options.ctx
   const osvExportBaseUrl = checkPilotConfig(config)
   const tmpDir = options.tmpDir ?? join(tmpdir(), 'service-pilot')
   await mkdir(tmpDir, { recursive: true })
+  // The feeds are read through the forward proxy when one routes them (docs/security.md#forward-proxy); one agent per run.
+  const forwardProxy = forwardProxyOf(config.egress.proxy, options.ctx.env ?? process.env)
+  const dispatcher = forwardProxy === undefined ? undefined : new Agent({ ...trustedTargetConnector(forwardProxy) })
+  try {
+    return await compileEach(options, osvExportBaseUrl, tmpDir, dispatcher)
+  } finally {
+    await dispatcher?.close()
+  }
+}
+
+async function compileEach(options: PilotRunOptions, osvExportBaseUrl: string, tmpDir: string, dispatcher: Agent | undefined): Promise<PilotRunReport> {
+  const { config, logger, clock } = options.ctx
   const published: PublishedArtifact[] = []
   const failed: { ecosystem: Ecosystem; error: ServiceError }[] = []
   for (const ecosystem of pilotEcosystems(config)) {
@@ -90,6 +105,7 @@ export async function runPilot(options: PilotRunOptions): Promise<PilotRunReport
         tmpDir,
         clock,
         logger,
+        ...(dispatcher === undefined ? {} : { dispatcher }),
       })))
     } catch (err) {
       const error = toServiceError(err)

@@ -52,6 +52,7 @@ import { attachPyMount } from './py-wiring.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
 import { openSharedCache } from './shared-cache.js'
+import { forwardProxyFor } from './mount-clients.js'
 
 export const PROXY_LISTENING = 'proxy listening'
 
@@ -108,7 +109,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     door, config, pool, gate, logger, clock,
     gateModule: siblingModule('../../workers/policy-gate'),
     // One set of large artifact read buffers for every upstream of every mount, bounded by the plan.
-    upstreams: { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker: hopMarker(config.server.baseUrl), logger, largeReadBuffers: new LargeReadBuffers(plan.artifactReadBuffers.value) },
+    upstreams: { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker: hopMarker(config.server.baseUrl), logger, largeReadBuffers: new LargeReadBuffers(plan.artifactReadBuffers.value), forwardProxy: forwardProxyFor(config, logger, ctx.env) },
     edge: edgeAuthFor(config.server.edgeTokens),
     cacheBudget: new CacheBudget(plan.cacheBudgetBytes.value, CACHE_MAX_ENTRIES),
     origin: requestOrigin(config),
@@ -148,7 +149,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   })
   // Embedded queue: this process owns its folder, so it runs the worker too, for every mount with a mirror target (SQS: `service mirror` does).
   const mirrorWorker = embedded === undefined || mirrorSources.length === 0 ? undefined
-    : await attachMirrorWorker({ config, logger, clock, queue: embedded, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate, invalidations })
+    : await attachMirrorWorker({ config, logger, clock, queue: embedded, forwardProxy: parts.upstreams.forwardProxy, mounts: mirrorSources, liveness, maxDocumentBytes: plan.maxResponseBytes.value, concurrency: plan.mirror.concurrency.value, credentials, memory: gate, invalidations })
   if (mirrorWorker !== undefined) Object.assign(snapshots, mirrorWorker.snapshots)
 
   // Each mount whose rules read the advisory database polls the store for Pilot's artifact (SPEC.md 3.1, 3.4).

@@ -16,6 +16,8 @@ export interface RoleContext {
   readonly identity: Identity
   readonly build: BuildInfo
   readonly trace: TraceContext
+  /** The environment HTTPS_PROXY, HTTP_PROXY and NO_PROXY are read from (egress.proxy.environment); the process's when unset. */
+  readonly env?: NodeJS.ProcessEnv
 }
 
 /** A started long-running role. */

@@ -26,6 +26,7 @@ import type { ArtifactResponse } from '../../engine/upstream/http1/artifact-resp
 import { authorityOf } from '../../engine/upstream/egress-guard.js'
 import type { UpstreamClient } from '../../engine/upstream/upstream-client.js'
 import type { Exchange } from '../http/exchange.js'
+import { forwardProxyDetail } from '../../engine/upstream/forward-proxy.js'
 import {
   answerBodiless, ARTIFACT_UPSTREAM_FAILED, isArtifactAnswer, noSuchArtifact, refusalOf, relayToClient, statusRefusal,
   type ArtifactReporting, type RouteOpenOptions,
@@ -171,7 +172,7 @@ export async function publicLeg(deps: PublicLegDeps, exchange: Exchange, client:
       return
     }
     deps.counters.relay('public', 'failed')
-    deps.logger.error(ARTIFACT_UPSTREAM_FAILED, { leg: 'public', package: name, version: selected.version, upstream, code: failure.code, afterFirstByte: false })
+    deps.logger.error(ARTIFACT_UPSTREAM_FAILED, { leg: 'public', package: name, version: selected.version, upstream, code: failure.code, afterFirstByte: false, ...forwardProxyDetail(failure) })
     exchange.respondError(failure, { head: exchange.method === 'HEAD' })
     return
   }

@@ -81,6 +81,7 @@ export async function startTestProxy(t: Teardown, options: StartOptions = {}): P
     identity: { service: 'test', env: 'test', version: build.version, host: 'test' },
     build,
     trace: new TraceContext(),
+    env: options.env ?? {},
   })
   const dispatcher = new Agent({ keepAliveTimeout: 10, pipelining: 0 })
   t.teardown(async () => {

@@ -25,6 +25,7 @@ import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import { FilesystemObjectStore } from '../../engine/store/filesystem-object-store.js'
 import { checkPilotConfig, PILOT_RUN_FAILED, runPilot } from '../../server/roles/pilot.js'
 import { embaScores, epssFeedGz, exportZip, npmSamples, pysecSamples, serve } from '../advisory/fixtures.js'
+import { startConnectProxy } from '../upstream/connect-proxy.js'
 
 const DAY = 86_400_000
 
@@ -169,4 +170,21 @@ t.test('failures: an unreachable export is logged per ecosystem; no OSV base URL
   const none = { ...s.config, advisories: { ...s.config.advisories, osvExportBaseUrl: undefined } }
   t.throws(() => checkPilotConfig(none), { code: 'CONFIG_INVALID', message: /advisories\.osvExportBaseUrl/ })
   t.throws(() => checkPilotConfig({ ...s.config, mounts: {} }), { code: 'CONFIG_INVALID' })
+})
+
+t.test('the feeds are read through the forward proxy when HTTP_PROXY routes them (docs/security.md#forward-proxy)', async (t) => {
+  const s = await setup(t)
+  const forward = await startConnectProxy(t)
+  const clock = new ManualClock(Date.parse('2026-03-01T00:00:00Z'))
+  const logger = new RecordingLogger()
+  const store = await FilesystemObjectStore.open({ root: s.config.store.path, clock })
+  const report = await runPilot({ ctx: { config: s.config, logger, clock, env: { HTTP_PROXY: forward.url } }, store, tmpDir: join(s.root, 'tmp') })
+  t.same(report.failed, [])
+  t.same(report.published.map((p) => p.ecosystem), ['js', 'py'])
+  t.ok(forward.targets.length >= 1, `tunnels opened: ${forward.targets.length}`)
+  t.same([...new Set(forward.targets)], [new URL(s.peer.base).host], 'the OSV export and the EPSS feed, through the tunnel')
+  const tunnels = forward.targets.length
+  const direct = await runPilot({ ctx: { config: s.config, logger, clock, env: { HTTP_PROXY: forward.url, NO_PROXY: new URL(s.peer.base).hostname } }, store, tmpDir: join(s.root, 'tmp') })
+  t.same(direct.failed, [])
+  t.equal(forward.targets.length, tunnels, 'NO_PROXY: no tunnel more')
 })

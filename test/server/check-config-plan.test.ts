@@ -85,3 +85,22 @@ t.test('pins win over the cgroup and are never clamped', async (t) => {
   t.same(plan.cores, { value: 6, origin: 'pin', fixed: true })
   t.same(plan.heapCeilingBytes, { value: 700 * MiB, origin: 'pin' })
 })
+
+t.test('the forward proxy as boot builds it: echoed without its credential; a variable boot refuses is refused', async (t) => {
+  const run = async (env: Record<string, string>): Promise<{ code: number, json: Record<string, unknown> }> => {
+    const loaded = loadConfig({ env: { SERVICE_MOUNTS__JS__UPSTREAMS__PUBLIC__URL: 'https://upstream.invalid/', SERVICE_EGRESS__PROXY__CREDENTIAL: 'fleet:s3cret' }, npmRegistry: () => undefined })
+    const out = new PassThrough()
+    let text = ''
+    out.on('data', (c) => { text += String(c) })
+    const code = await runCheckConfig(loaded, { json: true, out, err: new PassThrough(), env })
+    return { code, json: JSON.parse(text) as Record<string, unknown> }
+  }
+  const fine = await run({ HTTPS_PROXY: 'http://proxy.internal:3128', NO_PROXY: 'registry.internal' })
+  t.equal(fine.code, 0)
+  t.same(fine.json['forwardProxy'], { https: 'http://proxy.internal:3128', noProxy: ['registry.internal'] })
+  t.equal(JSON.stringify(fine.json).includes('s3cret'), false, 'the credential is redacted')
+  t.equal((await run({})).json['forwardProxy'], 'direct')
+  const refused = await run({ HTTPS_PROXY: 'https://proxy.internal:3128' })
+  t.not(refused.code, 0)
+  t.match(refused.json, { ok: false, problems: [{ path: 'egress.proxy', message: /environment HTTPS_PROXY: the forward proxy must be an http:\/\/ URL/ }] })
+})

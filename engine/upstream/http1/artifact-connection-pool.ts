@@ -29,14 +29,15 @@
  *   body left paused or unread past its cap.
  * - No redirect is followed: any status comes back as it is.
  */
-import { connect as netConnect, isIP } from 'node:net'
+import { connect as netConnect, isIP, type Socket } from 'node:net'
 import { connect as tlsConnect, rootCertificates, type ConnectionOptions } from 'node:tls'
 import { ServiceError } from '../../errors.js'
 import type { LookupCallback } from '../egress-guard.js'
 import type { ArtifactResponse } from './artifact-response.js'
 import type { ArtifactBody } from './artifact-body.js'
 import { ArtifactExchange, StaleConnection, badResponse, type ArtifactTimeouts } from './artifact-exchange.js'
-import { ArtifactConnection, LargeReadBuffers, type ArtifactConnectionOwner } from './artifact-connection.js'
+import { ArtifactConnection, LargeReadBuffers, readByEvents, type ArtifactConnectionOwner } from './artifact-connection.js'
+import { openTunnel, tunnelTarget, type ForwardProxy, type ProxyRoute } from '../forward-proxy.js'
 import { HEADER_NAME } from './head-parser.js'
 import type { RequestAbort } from './request-abort.js'
 import { artifactRequest, type ArtifactClientRequest } from '../../telemetry/artifact-client-channel.js'
@@ -57,6 +58,8 @@ export interface ArtifactConnectionsOptions {
   readonly lookup?: (hostname: string, options: object, callback: LookupCallback) => void
   /** Judges a literal address, which never reaches `lookup`. */
   readonly checkAddress?: (address: string) => void
+  /** The forward proxy connections leave through (../forward-proxy.ts); direct when unset. */
+  readonly forwardProxy?: ForwardProxy
 }
 
 export interface ArtifactRequest {
@@ -186,21 +189,24 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
     const host = url.hostname.replace(/^\[|\]$/g, '')
     if (isIP(host) !== 0) this.#options.checkAddress?.(host)
     const port = Number(url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : url.port)
-    const { ca, lookup, timeouts } = this.#options
-    const conn = new ArtifactConnection(this, key, (onread) => url.protocol === 'https:'
-      // node's TLSSocket takes `onread` (when it makes its own socket); its typings omit it.
-      ? tlsConnect({
-        host, port, onread, ...(lookup === undefined ? {} : { lookup }),
-        ...(isIP(host) === 0 ? { servername: host } : {}),
-        ...(ca === undefined ? {} : { ca: [...rootCertificates, ca] }),
-      } as ConnectionOptions)
-      : netConnect({ host, port, onread, ...(lookup === undefined ? {} : { lookup }) }), this.#largeBuffers)
-    this.#all.add(conn)
+    const route = this.#options.forwardProxy?.routeFor(url.protocol, host, port)
+    // The slot is taken before the (asynchronous) tunnel, so the cap holds while tunnels open.
     this.#count.set(key, (this.#count.get(key) ?? 0) + 1)
+    let conn: ArtifactConnection
+    try {
+      conn = route === undefined ? this.#direct(url, host, port) : await this.#tunnelled(url, host, port, route, abort)
+    } catch (err) {
+      this.#count.set(key, (this.#count.get(key) ?? 1) - 1)
+      this.#wake(key)
+      throw err
+    }
+    this.#all.add(conn)
     const socket = conn.socket
-    const ready = url.protocol === 'https:' ? 'secureConnect' : 'connect'
+    // A plain tunnel is connected already; TLS (direct or tunnelled) and a direct socket are awaited.
+    const ready = url.protocol === 'https:' ? 'secureConnect' : route === undefined ? 'connect' : undefined
+    if (ready === undefined) return conn
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => done(new ServiceError('UPSTREAM_TIMEOUT', { data: { upstream: url.host, reason: 'connect timeout' } })), timeouts.connectMs)
+      const timer = setTimeout(() => done(new ServiceError('UPSTREAM_TIMEOUT', { data: { upstream: url.host, reason: 'connect timeout' } })), this.#options.timeouts.connectMs)
       timer.unref()
       const onAbort = (reason: unknown): void => done(reason ?? new Error('aborted'))
       const done = (err?: unknown): void => {
@@ -220,6 +226,40 @@ export class ArtifactConnections implements ArtifactConnectionOwner {
       else abort?.listen(onAbort)
     })
     return conn
+  }
+
+  /** A connection straight to the origin, read with `onread` into the connection's own buffers. */
+  #direct(url: URL, host: string, port: number): ArtifactConnection {
+    const { ca, lookup } = this.#options
+    return new ArtifactConnection(this, url.origin, (onread) => url.protocol === 'https:'
+      // node's TLSSocket takes `onread` (when it makes its own socket); its typings omit it.
+      ? tlsConnect({
+        host, port, onread, ...(lookup === undefined ? {} : { lookup }),
+        ...(isIP(host) === 0 ? { servername: host } : {}),
+        ...(ca === undefined ? {} : { ca: [...rootCertificates, ca] }),
+      } as ConnectionOptions)
+      : netConnect({ host, port, onread, ...(lookup === undefined ? {} : { lookup }) }), this.#largeBuffers)
+  }
+
+  /**
+   * A connection through the forward proxy's CONNECT tunnel to the judged
+   * target (../forward-proxy.ts), TLS over it for https with the target's
+   * name as server name. Read by events (readByEvents says why).
+   */
+  async #tunnelled(url: URL, host: string, port: number, route: ProxyRoute, abort: RequestAbort | undefined): Promise<ArtifactConnection> {
+    const { ca, lookup, timeouts } = this.#options
+    const target = await tunnelTarget(host, port, lookup)
+    const tunnel = await openTunnel(route, target, { timeoutMs: timeouts.connectMs, upstream: url.host, abort })
+    return new ArtifactConnection(this, url.origin, (onread) => {
+      const socket: Socket = url.protocol === 'https:'
+        ? tlsConnect({
+          socket: tunnel,
+          ...(isIP(host) === 0 ? { servername: host } : {}),
+          ...(ca === undefined ? {} : { ca: [...rootCertificates, ca] }),
+        })
+        : tunnel
+      return readByEvents(socket, onread)
+    }, this.#largeBuffers)
   }
 
   /** Keeps a connection idle for reuse. */

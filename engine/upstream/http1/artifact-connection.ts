@@ -125,6 +125,24 @@ export interface ArtifactConnectionOwner {
 export interface OnRead { buffer: () => Buffer, callback: (n: number, b: Buffer) => boolean }
 
 /**
+ * Feeds `onread.callback` from 'data' events, for a socket that cannot take
+ * `onread`: node's tls.connect ignores it when it is given an existing
+ * socket (a CONNECT tunnel, forward-proxy.ts), and a plain tunnel was read
+ * as a stream for the proxy's answer. Each read then arrives in a buffer
+ * node allocated (the cost the `onread` path avoids; the connection never
+ * lends such a connection a large buffer, since no read lands in its small
+ * one). Backpressure is kept: a callback that returns false pauses the
+ * socket, so node stops reading at the stream's high-water mark and TCP
+ * holds the sender; `read()`'s resume() starts it again.
+ */
+export function readByEvents(socket: Socket, onread: OnRead): Socket {
+  socket.on('data', (chunk: Buffer) => {
+    if (!onread.callback(chunk.byteLength, chunk)) socket.pause()
+  })
+  return socket
+}
+
+/**
  * One keep-alive connection with its reusable read buffers. node calls
  * `onread.buffer()` after each read for the buffer of the next one; a plain
  * socket reads nothing once the callback returned false, but a TLS socket

@@ -34,7 +34,7 @@ export interface TransportFailure {
 export function transportFailure(err: unknown, upstream: string): TransportFailure {
   if (err instanceof ServiceError) {
     const cause: FetchErrorCause = err.code === 'EGRESS_REFUSED' || err.code === 'EGRESS_ADDRESS_INTERNAL' ? 'egress'
-      : err.code === 'UPSTREAM_TIMEOUT' ? 'timeout'
+      : err.code === 'UPSTREAM_TIMEOUT' || err.code === 'EGRESS_PROXY_TIMEOUT' ? 'timeout'
         : err.code === 'UPSTREAM_DECODE' ? 'decode'
           : err.code === 'RESPONSE_TOO_LARGE' ? 'too_large' : 'connection'
     return { error: err, cause }
