@@ -16,6 +16,11 @@
  * selector does not select its own package never removes anything, and its
  * package is no candidate.
  *
+ * Waivers (issue 31 item 2) hold in this phase too: a version an unexpired
+ * waiver names is not removed while the proxy admits it (the waived
+ * evaluator, engine/policy/waived-evaluator.ts, with its malware rule
+ * precedence).
+ *
  * Decision: the history rules (DenyIfTrustDowngrade, DenyIfInstallScriptAdded)
  * are not judged here. Their facts are the public registry's history: who
  * published each version (`_npmUser`, `dist.attestations`) and when
@@ -28,10 +33,11 @@
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
 import { systemClock } from '../clock.js'
-import { createEvaluator } from '../policy/evaluator.js'
+import { createPolicyEvaluator } from '../policy/waived-evaluator.js'
 import type { Evaluator } from '../policy/decision.js'
 import { packageSelector } from '../policy/package-selector.js'
 import type { DenyIdentityConfig, RuleConfig } from '../policy/rule-schema.js'
+import type { WaiverConfig } from '../policy/waivers.js'
 
 export interface Verdict {
   /** e.g. `mounts.js.rules[0] DenyIdentity left-pad@1.3.0`: which rule, as the operator finds it in the configuration. */
@@ -45,7 +51,7 @@ export class RevocationJudge {
   readonly #labels: readonly string[]
   readonly #candidates: readonly string[]
 
-  constructor(mount: Ecosystem, rules: readonly RuleConfig[]) {
+  constructor(mount: Ecosystem, rules: readonly RuleConfig[], waivers: readonly WaiverConfig[] = []) {
     this.#mount = mount
     const identities: DenyIdentityConfig[] = []
     const labels: string[] = []
@@ -60,7 +66,7 @@ export class RevocationJudge {
     this.#labels = labels
     this.#candidates = [...candidates]
     // Identity denials read no advisory database and no time: the clock and the maximum age are never consulted.
-    this.#evaluator = createEvaluator(identities, { ecosystem: mount, database: undefined, clock: systemClock, maxAgeSeconds: 1 })
+    this.#evaluator = createPolicyEvaluator(identities, waivers, { ecosystem: mount, database: undefined, clock: systemClock, maxAgeSeconds: 1 })
   }
 
   /** The package names that revocation-phase identity denials name: what a candidate cycle looks up. */
