@@ -195,6 +195,7 @@ export const CONFIG_REFUSAL = {
   requiredForSqs: 'required when queue.kind is sqs',
   requiredForS3: 'required when store.kind is s3',
   requiredForRedis: 'required when cache.backend is redis',
+  policySourcesExclusive: 'policy.store and policy.file are exclusive: the policy document is read from one source, the store or the file',
   storePrefixUnusable: (reason: string) => `not a usable object key prefix: ${reason}`,
   notCidr: (value: string) => `not a CIDR range: ${JSON.stringify(value)}`,
   credentialRegistryShape: 'a registry credential takes a token and nothing else',

@@ -146,6 +146,9 @@ export function crossKeyProblems(d: DefaultedDocument, publicUrls: PublicUpstrea
   if (d.store.kind === 's3' && d.store.bucket === undefined) {
     problems.push({ path: 'store.bucket', message: CONFIG_REFUSAL.requiredForS3, source: sourceOf('store') })
   }
+  if (d.policy.store && d.policy.file !== undefined) {
+    problems.push({ path: 'policy.store', message: CONFIG_REFUSAL.policySourcesExclusive, source: sourceOf('policy.store') })
+  }
   if (d.cache.backend === 'redis' && d.cache.url === undefined) {
     problems.push({ path: 'cache.url', message: CONFIG_REFUSAL.requiredForRedis, source: sourceOf('cache') })
   }

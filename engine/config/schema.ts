@@ -128,6 +128,7 @@ const AdvisoriesSchema = Type.Object({
 const PolicySchema = Type.Object({
   file: Type.Optional(Type.String({ minLength: 1, description: 'policy document (YAML or JSON): rules per mount and waivers, read at boot, on SIGHUP and every pollSeconds' })),
   pollSeconds: Defaulted(Type.Integer({ minimum: 0, description: 'seconds between two reads of policy.file; 0: only at boot and on SIGHUP' }), 30),
+  store: Defaulted(Type.Boolean({ description: 'read the policy document from the object store (object policy/document.json), polled every pollSeconds; exclusive with policy.file' }), false),
 }, closed)
 
 const DredgerSchema = Type.Object({

@@ -28,6 +28,11 @@
  * yet, past its maximum age) the rule removes nothing: an outage never
  * deletes.
  *
+ * Waivers (issue 31 item 2) hold in this phase too: a version an unexpired
+ * waiver names is not removed while the proxy admits it (the waived
+ * evaluator, engine/policy/waived-evaluator.ts, with its malware rule
+ * precedence).
+ *
  * Decision: the history rules (DenyIfTrustDowngrade, DenyIfInstallScriptAdded)
  * are not judged here. Their facts are the public registry's history: who
  * published each version (`_npmUser`, `dist.attestations`) and when
@@ -42,10 +47,11 @@ import type { AdvisoryDatabase, Ecosystem } from '../advisory/artifact/database.
 import { systemClock } from '../clock.js'
 import { maxAgeFor } from '../policy/advisory-max-age.js'
 import { mayNameMalware } from '../policy/deny-if-malicious.js'
-import { createEvaluator } from '../policy/evaluator.js'
 import type { Evaluator } from '../policy/decision.js'
 import { packageSelector } from '../policy/package-selector.js'
 import type { RuleConfig } from '../policy/rule-schema.js'
+import { createPolicyEvaluator } from '../policy/waived-evaluator.js'
+import type { WaiverConfig } from '../policy/waivers.js'
 
 /** The Dredger's advisory database of a mount and the maximum push age it honours (DenyIfMalicious). */
 export interface JudgeAdvisories {
@@ -73,7 +79,7 @@ export class RevocationJudge {
   /** The database whose malware records the last finished sweep covered. */
   #swept: AdvisoryDatabase | undefined
 
-  constructor(mount: Ecosystem, rules: readonly RuleConfig[], advisories?: JudgeAdvisories) {
+  constructor(mount: Ecosystem, rules: readonly RuleConfig[], waivers: readonly WaiverConfig[] = [], advisories?: JudgeAdvisories) {
     this.#mount = mount
     const judged: RuleConfig[] = []
     const labels: string[] = []
@@ -97,7 +103,7 @@ export class RevocationJudge {
     this.#candidates = [...candidates]
     this.#database = malware ? advisories?.database : undefined
     // Identity denials read no advisory database and no time; DenyIfMalicious reads the database and honours its maximum age.
-    this.#evaluator = createEvaluator(judged, {
+    this.#evaluator = createPolicyEvaluator(judged, waivers, {
       ecosystem: mount,
       database: this.#database ?? undefined,
       clock: systemClock,

@@ -6,6 +6,7 @@
  *                            and the name of the body file it describes
  *   <key>.<version>.body     an immutable body, one per put
  *   .tmp-<random>            a sidecar being written
+ *   .lock-<key>              held while a put or delete commits (below)
  *
  * Write order, and why a reader never sees a body without its sidecar or a
  * sidecar without its body:
@@ -18,6 +19,12 @@
  * A reader reads the sidecar first and then opens the body it names. If that
  * body is gone (a newer put or a delete committed in between) it reads the
  * sidecar again. Once open, a body stays readable even if unlinked (POSIX).
+ *
+ * Step 2 (with the read of the previous sidecar before it) runs under a
+ * per-key lock file made with O_EXCL, so a conditional put's check and its
+ * commit are one step against every other put or delete of the key, in any
+ * process on the folder. A lock older than LOCK_STALE_MS is a crashed
+ * holder's and is broken.
  *
  * A crash before step 2 leaves an unnamed body or a temp file, invisible to
  * readers; a crash after it leaves an old body. Both are swept on open once
@@ -33,7 +40,7 @@ import { systemClock } from '../clock.js'
 import type { Clock } from '../clock.js'
 import { ServiceError } from '../errors.js'
 import { checkObjectKey, checkObjectMetadata, checkObjectPrefix } from './object-key.js'
-import type { HeadOptions, ObjectBody, ObjectHead, ObjectMetadata, ObjectNotModified, ObjectStore, PutResult } from './object-store.js'
+import { preconditionFailed, type HeadOptions, type ObjectBody, type ObjectHead, type ObjectMetadata, type ObjectNotModified, type ObjectStore, type PutOptions, type PutResult } from './object-store.js'
 import { syncFolder } from '../fs/sync-folder.js'
 
 export interface FilesystemObjectStoreOptions {
@@ -57,6 +64,11 @@ const BODY_SUFFIX = /\.[0-9a-f]{16}\.body$/
 const TEMP_PREFIX = '.tmp-'
 /** A body vanishing between sidecar read and open means a concurrent put; a few retries always settle it. */
 const READ_ATTEMPTS = 8
+const LOCK_PREFIX = '.lock-'
+/** A commit holds the lock for a sidecar write and an fsync: one this old was left by a crash. */
+const LOCK_STALE_MS = 30_000
+/** How long a put waits for another writer's commit before it fails. */
+const LOCK_WAIT_MS = 10_000
 
 export class FilesystemObjectStore implements ObjectStore {
   readonly #root: string
@@ -79,7 +91,7 @@ export class FilesystemObjectStore implements ObjectStore {
     return store
   }
 
-  async put(key: string, body: Uint8Array | Readable, metadata: ObjectMetadata): Promise<PutResult> {
+  async put(key: string, body: Uint8Array | Readable, metadata: ObjectMetadata, options: PutOptions = {}): Promise<PutResult> {
     checkObjectKey(key)
     checkObjectMetadata(metadata)
     const name = encodeKey(key)
@@ -88,14 +100,19 @@ export class FilesystemObjectStore implements ObjectStore {
     let committed = false
     try {
       const { etag, size } = await writeBody(bodyPath, body)
-      const previous = await this.#readSidecar(name)
-      // Monotonic per key: a re-put always moves the publication time (SPEC.md 2.9),
-      // even within one millisecond or under a clock that stood still.
-      const now = this.#clock.now()
-      const publishedAt = previous !== undefined && previous.publishedAt >= now ? previous.publishedAt + 1 : now
-      const sidecar: Sidecar = { etag, publishedAt, size, metadata: { ...metadata }, body: bodyName }
-      await this.#writeSidecar(name, sidecar)
-      committed = true
+      const { previous, publishedAt } = await this.#locked(name, async () => {
+        const previous = await this.#readSidecar(name)
+        if (options.ifNoneMatch === '*' && previous !== undefined) throw preconditionFailed('embedded', key)
+        if (options.ifMatch !== undefined && previous?.etag !== options.ifMatch) throw preconditionFailed('embedded', key)
+        // Monotonic per key: a re-put always moves the publication time (SPEC.md 2.9),
+        // even within one millisecond or under a clock that stood still.
+        const now = this.#clock.now()
+        const publishedAt = previous !== undefined && previous.publishedAt >= now ? previous.publishedAt + 1 : now
+        const sidecar: Sidecar = { etag, publishedAt, size, metadata: { ...metadata }, body: bodyName }
+        await this.#writeSidecar(name, sidecar)
+        committed = true
+        return { previous, publishedAt }
+      })
       if (previous !== undefined && previous.body !== bodyName) await unlinkIfPresent(join(this.#root, previous.body))
       return { etag, publishedAt: new Date(publishedAt) }
     } catch (error) {
@@ -167,14 +184,43 @@ export class FilesystemObjectStore implements ObjectStore {
     checkObjectKey(key)
     const name = encodeKey(key)
     try {
-      const sidecar = await this.#readSidecar(name)
-      if (sidecar === undefined) return
-      // Sidecar first: from that moment readers see no object; the body is then debris.
-      await unlinkIfPresent(join(this.#root, name + SIDECAR_SUFFIX))
-      await syncFolder(this.#root)
-      await unlinkIfPresent(join(this.#root, sidecar.body))
+      const sidecar = await this.#locked(name, async () => {
+        const sidecar = await this.#readSidecar(name)
+        if (sidecar === undefined) return undefined
+        // Sidecar first: from that moment readers see no object; the body is then debris.
+        await unlinkIfPresent(join(this.#root, name + SIDECAR_SUFFIX))
+        await syncFolder(this.#root)
+        return sidecar
+      })
+      if (sidecar !== undefined) await unlinkIfPresent(join(this.#root, sidecar.body))
     } catch (error) {
       throw storeFailure(error, 'delete')
+    }
+  }
+
+  /** Runs `commit` holding the key's lock file (see the file comment). */
+  async #locked<T>(name: string, commit: () => Promise<T>): Promise<T> {
+    const lock = join(this.#root, LOCK_PREFIX + name)
+    const deadline = Date.now() + LOCK_WAIT_MS
+    for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
+      try {
+        await (await open(lock, 'wx')).close()
+        break
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      }
+      const held = await stat(lock).catch(() => undefined)
+      if (held !== undefined && Date.now() - held.mtimeMs > LOCK_STALE_MS) {
+        await unlinkIfPresent(lock)
+        continue
+      }
+      if (Date.now() > deadline) throw new Error(`the key stayed locked by another writer for ${LOCK_WAIT_MS} ms`)
+      await new Promise((resolve) => setTimeout(resolve, wait))
+    }
+    try {
+      return await commit()
+    } finally {
+      await unlinkIfPresent(lock)
     }
   }
 

@@ -15,8 +15,16 @@
  *   ServiceError with code STORE_FAILURE.
  * - Keys and metadata are checked the same way everywhere (object-key.ts), so
  *   a key the embedded store accepts is one S3 accepts, and the reverse.
+ * - A conditional put (`ifMatch`, `ifNoneMatch: '*'`) whose condition does not
+ *   hold writes nothing and fails with STORE_FAILURE, `data.reason`
+ *   `precondition-failed` (`isPreconditionFailed`): a read-modify-write (the
+ *   policy commands) learns that another writer came between. The embedded
+ *   store checks it under a per-key lock; S3 sends `If-Match` /
+ *   `If-None-Match`, which AWS S3 honours and some S3-compatible services
+ *   ignore (s3rver does: there the last writer wins).
  */
 import type { Readable } from 'node:stream'
+import { isServiceError, ServiceError } from '../errors.js'
 
 /** User metadata: lower-case keys, printable ASCII values (object-key.ts). */
 export type ObjectMetadata = Readonly<Record<string, string>>
@@ -59,8 +67,25 @@ export interface HeadOptions {
   readonly ifNoneMatch?: string
 }
 
+/** A put's condition on the object it replaces. */
+export interface PutOptions {
+  /** Write only when the object exists with this ETag. */
+  readonly ifMatch?: string
+  /** `*`: write only when no object exists under the key. */
+  readonly ifNoneMatch?: '*'
+}
+
+/** The failure of a conditional put whose condition did not hold. */
+export function preconditionFailed(store: string, key: string): ServiceError {
+  return new ServiceError('STORE_FAILURE', { message: `the object ${key} changed since it was read`, data: { store, operation: 'put', reason: 'precondition-failed' } })
+}
+
+export function isPreconditionFailed(error: unknown): boolean {
+  return isServiceError(error, 'STORE_FAILURE') && error.data?.['reason'] === 'precondition-failed'
+}
+
 export interface ObjectStore {
-  put(key: string, body: Uint8Array | Readable, metadata: ObjectMetadata): Promise<PutResult>
+  put(key: string, body: Uint8Array | Readable, metadata: ObjectMetadata, options?: PutOptions): Promise<PutResult>
   head(key: string, options?: HeadOptions): Promise<ObjectHead | ObjectNotModified | undefined>
   get(key: string): Promise<ObjectBody | undefined>
   /** Keys that start with `prefix`, in lexicographic (UTF-8 byte) order. */

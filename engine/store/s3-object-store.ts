@@ -16,7 +16,7 @@ import type { CompletedPart } from '@aws-sdk/client-s3'
 import { Readable } from 'node:stream'
 import { ServiceError } from '../errors.js'
 import { checkObjectKey, checkObjectMetadata, checkObjectPrefix } from './object-key.js'
-import type { HeadOptions, ObjectBody, ObjectHead, ObjectMetadata, ObjectNotModified, ObjectStore, PutResult } from './object-store.js'
+import { preconditionFailed, type HeadOptions, type ObjectBody, type ObjectHead, type ObjectMetadata, type ObjectNotModified, type ObjectStore, type PutOptions, type PutResult } from './object-store.js'
 
 export interface S3ClientSettings {
   readonly region: string
@@ -75,16 +75,21 @@ export class S3ObjectStore implements ObjectStore {
     this.#partBytes = partBytes
   }
 
-  async put(key: string, body: Uint8Array | Readable, metadata: ObjectMetadata): Promise<PutResult> {
+  async put(key: string, body: Uint8Array | Readable, metadata: ObjectMetadata, options: PutOptions = {}): Promise<PutResult> {
     checkObjectKey(key)
     checkObjectMetadata(metadata)
     const Key = this.#prefix + key
+    const conditional = options.ifMatch !== undefined || options.ifNoneMatch !== undefined
+    if (conditional && !(body instanceof Uint8Array)) throw new TypeError('S3ObjectStore: a conditional put takes a whole body')
     let etag: string
     try {
       etag = body instanceof Uint8Array
-        ? await this.#putWhole(Key, body, metadata)
+        ? await this.#putWhole(Key, body, metadata, options)
         : await this.#putStream(Key, body, metadata)
     } catch (error) {
+      // 412: the condition did not hold; 409: a concurrent conditional write to the key (S3's own answer).
+      const status = statusOf(error)
+      if (conditional && (status === 412 || status === 409)) throw preconditionFailed('s3', key)
       throw storeFailure(error, 'put')
     }
     // PutObject does not return LastModified: read it back, and only trust it if
@@ -158,9 +163,11 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async #putWhole(Key: string, body: Uint8Array, metadata: ObjectMetadata): Promise<string> {
+  async #putWhole(Key: string, body: Uint8Array, metadata: ObjectMetadata, options: PutOptions = {}): Promise<string> {
     const out = await this.#client.send(new PutObjectCommand({
       Bucket: this.#bucket, Key, Body: body, ContentLength: body.byteLength, Metadata: { ...metadata },
+      ...(options.ifMatch === undefined ? {} : { IfMatch: options.ifMatch }),
+      ...(options.ifNoneMatch === undefined ? {} : { IfNoneMatch: options.ifNoneMatch }),
     }))
     if (out.ETag === undefined) throw new Error('PUT answered without an ETag')
     return out.ETag

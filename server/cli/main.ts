@@ -25,6 +25,7 @@ import { runDredgerDryRun, startDredger } from '../roles/dredger.js'
 import type { RoleContext, RunningRole } from '../roles/role-context.js'
 import { parseArgs, USAGE, type Command, type Role } from './args.js'
 import { runPolicyCheck } from './policy-check.js'
+import { runPolicyCommand } from './policy-commands.js'
 
 export const ROLE_UNAVAILABLE = ERROR_TABLE.ROLE_UNAVAILABLE.message
 /** info: SIGHUP reached a role that reads no policy document (neither `policy.file` nor `policy.store`). */
@@ -82,6 +83,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
 
   if (command.kind === 'policy-check') {
     process.exitCode = await runPolicyCheck(command.file, command.json, { out: process.stdout, err: process.stderr, now: systemClock.now() })
+    return
+  }
+  if (command.kind === 'policy-push' || command.kind === 'policy-waive' || command.kind === 'policy-freeze' || command.kind === 'policy-show') {
+    process.exitCode = await runPolicyCommand(command, { out: process.stdout, err: process.stderr, env, now: () => systemClock.now() })
     return
   }
 

@@ -14,6 +14,9 @@
  * engine/dredger/npm-inventory.ts). When the private upstream and the mirror
  * target are one registry (the same base URL), it is one inventory, named
  * `mirror_target`, so a version is not planned twice.
+ *
+ * The rules and waivers are the policy document's where the role reads one
+ * (`policy.file` or `policy.store`, ./dredger-policy.ts), as on the proxy.
  */
 import type { Writable } from 'node:stream'
 import type { Config, MountConfig } from '../../engine/config/config.js'
@@ -23,7 +26,7 @@ import { DredgerCounters } from '../../engine/dredger/dredger-counters.js'
 import { SNAPSHOT_KEYS } from '../../engine/telemetry/snapshot-keys.js'
 import { Dredger, DREDGER_INVENTORY_FAILED, planRemovals, type CycleKind, type DredgedMount, type PlannedRemoval } from '../../engine/dredger/dredger.js'
 import { NpmInventory } from '../../engine/dredger/npm-inventory.js'
-import { RevocationJudge } from '../../engine/dredger/revocation-judge.js'
+import type { WaiverConfig } from '../../engine/policy/waivers.js'
 import type { Logger } from '../../engine/log/logger.js'
 import { ownsName } from '../../engine/publish/publish-scope.js'
 import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
@@ -34,8 +37,10 @@ import { mountFallback } from '../routes/js-mount.js'
 import { mountProbes } from '../routes/probes.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
-import { dredgerAdvisories, type DredgerAdvisories } from './dredger-advisories.js'
 import { openSharedCache, reportedInvalidation } from './shared-cache.js'
+import { dredgerAdvisories, type DredgerAdvisories } from './dredger-advisories.js'
+import { JudgeSlot, judgedMount } from './dredger-policy.js'
+import { bootPolicy, PolicyReloader, withPolicyRules, type BootPolicy } from './policy-reloader.js'
 
 /** info: the role is up; names the mounts, inventories, cycle, cap and whether a full walk comes first. */
 export const DREDGER_STARTED = 'dredger started'
@@ -82,25 +87,42 @@ function inventoriesOf(mount: MountConfig, maxDocumentBytes: number, credentials
   return inventories.length === 0 ? undefined : inventories
 }
 
-/** The mounts the Dredger cleans; throws when there is none (boot abort, exit 2). */
-export function dredgedMounts(config: Config, logger: Logger, maxDocumentBytes: number, credentials?: CredentialRegistry, advisories?: DredgerAdvisories): DredgedMount[] {
+/**
+ * The mounts the Dredger cleans; throws when there is none (boot abort, exit 2).
+ * `policy`: the document's waivers, and the map that receives each mount's
+ * judge slot for the reloader (the rules are `config`'s, the document's already in).
+ */
+export function dredgedMounts(config: Config, logger: Logger, maxDocumentBytes: number, credentials?: CredentialRegistry, policy?: { readonly waivers: readonly WaiverConfig[]; readonly slots: Map<MountKey, JudgeSlot> }, advisories?: DredgerAdvisories): DredgedMount[] {
   const mounts: DredgedMount[] = []
   for (const [key, mount] of Object.entries(config.mounts) as [MountKey, MountConfig | undefined][]) {
     if (mount === undefined) continue
-    const slot = advisories?.slots.get(key)
-    const judge = new RevocationJudge(key, mount.rules, slot === undefined ? undefined : { database: () => slot.database(), configuredMaxAgeSeconds: config.advisories.maxAgeSeconds })
+    const database = advisories?.slots.get(key)
+    const slot = new JudgeSlot(key, mount.rules, policy?.waivers ?? [], database === undefined ? undefined : { database: () => database.database(), configuredMaxAgeSeconds: config.advisories.maxAgeSeconds })
     const inventories = inventoriesOf(mount, maxDocumentBytes, credentials)
     if (inventories === undefined) {
-      if (judge.candidates.length > 0) logger.warn(DREDGER_MOUNT_UNSUPPORTED, { mount: key })
+      if (slot.judge.candidates.length > 0) logger.warn(DREDGER_MOUNT_UNSUPPORTED, { mount: key })
       continue
     }
+    policy?.slots.set(key, slot)
     const scopes = mount.publish?.scopes
-    mounts.push(scopes === undefined || scopes.length === 0
-      ? { key, judge, inventories }
-      : { key, judge, inventories, firstParty: ownsName(scopes) })
+    mounts.push(judgedMount(slot, scopes === undefined || scopes.length === 0 ? { key, inventories } : { key, inventories, firstParty: ownsName(scopes) }))
   }
   if (mounts.length === 0) throw new ServiceError('CONFIG_INVALID', { message: 'service dredger needs mounts.js.mirror (the mirror target) or mounts.js.upstreams.private (the private cache)' })
   return mounts
+}
+
+/** The policy document's rules and waivers for the Dredger's mounts, and the reloader that keeps them current. */
+async function dredgerPolicy(ctx: RoleContext): Promise<{ config: Config; boot: BootPolicy | undefined; slots: Map<MountKey, JudgeSlot>; waivers: readonly WaiverConfig[] }> {
+  const boot = await bootPolicy(ctx.config, ctx.clock, ctx.logger)
+  return { config: withPolicyRules(ctx.config, boot), boot, slots: new Map(), waivers: boot?.document.waivers ?? [] }
+}
+
+function dredgerReloader(ctx: RoleContext, boot: BootPolicy | undefined, slots: ReadonlyMap<MountKey, JudgeSlot>): PolicyReloader | undefined {
+  if (boot === undefined) return undefined
+  const mounts = new Map([...slots].map(([key, slot]) => [key, { policy: slot, configured: ctx.config.mounts[key]?.rules ?? [] }] as const))
+  // An advisory rule is no reason to refuse a document the proxies take: the Dredger judges only DenyIdentity and, where it
+  // booted with a database for it, DenyIfMalicious (a DenyIfMalicious a later document adds to a mount without one removes nothing here).
+  return new PolicyReloader({ boot, mounts, pollSeconds: ctx.config.policy.pollSeconds, logger: ctx.logger, clock: ctx.clock, checkAdvisories: false })
 }
 
 async function closeAll(mounts: readonly DredgedMount[]): Promise<void> {
@@ -113,11 +135,14 @@ function firstKind(config: Config): CycleKind {
 
 /** `service dredger`: the cycles, with the probes. */
 export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
-  const { config, logger } = ctx
+  const { logger } = ctx
+  const policy = await dredgerPolicy(ctx)
+  const { config } = policy
   const plan = await planFor(config)
   const credentials = await inventoryCredentials(ctx)
-  const advisories = await dredgerAdvisories(ctx)
-  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials, advisories)
+  const advisories = await dredgerAdvisories({ ...ctx, config })
+  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials, policy, advisories)
+  const reloader = dredgerReloader(ctx, policy.boot, policy.slots)
   const counters = new DredgerCounters()
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()
@@ -143,6 +168,8 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
     timer = undefined
     running = (async () => {
       try {
+        // The rules in force at the cycle's start: a document changed since the last poll is read now.
+        await reloader?.reload('cycle')
         await dredger.runCycle(kind, stop.signal)
       } catch (error) {
         if (!stop.signal.aborted) logger.error(DREDGER_CYCLE_FAILED, { kind, detail: error instanceof Error ? `${error.name}: ${error.message}` : String(error) })
@@ -161,6 +188,7 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
     throw error
   }
   readiness.markStarted()
+  reloader?.start()
   logger.info(DREDGER_STARTED, {
     port,
     mounts: Object.fromEntries(mounts.map((mount) => [mount.key, mount.inventories.map((inventory) => `${inventory.name} ${inventory.authority}`)])),
@@ -172,6 +200,7 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
 
   const quiesce = (): void => {
     stop.abort()
+    reloader?.stop()
     if (timer !== undefined) clearTimeout(timer)
   }
   return {
@@ -179,6 +208,7 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
     readiness,
     liveness,
     quiesce,
+    ...(reloader === undefined ? {} : { reloadPolicy: (trigger: 'sighup' | 'poll') => reloader.reload(trigger) }),
     release: async () => {
       quiesce()
       // A removal that started finishes (it takes no signal); the cycle stops before the next one.
@@ -189,6 +219,7 @@ export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
     },
     metrics: () => ({
       [SNAPSHOT_KEYS.dredgerRemovals]: counters.snapshot(),
+      ...(reloader === undefined ? {} : { [SNAPSHOT_KEYS.policy]: { reloads: reloader.counts } }),
       ...(inventoryCredentialNames(config).length > 0 ? { [SNAPSHOT_KEYS.credential]: credentials.counters.snapshot() } : {}),
     }),
   }
@@ -216,12 +247,14 @@ export function formatPlan(removals: readonly PlannedRemoval[], json: boolean): 
  * partial listing for the whole one.
  */
 export async function runDredgerDryRun(ctx: RoleContext, output: DryRunOutput): Promise<PlannedRemoval[]> {
-  const { config, logger } = ctx
+  const { logger } = ctx
+  const policy = await dredgerPolicy(ctx)
+  const { config } = policy
   const plan = await planFor(config)
   const credentials = await inventoryCredentials(ctx)
-  const advisories = await dredgerAdvisories(ctx, false)
+  const advisories = await dredgerAdvisories({ ...ctx, config }, false)
   await advisories?.poll()
-  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials, advisories)
+  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials, policy, advisories)
   try {
     const { removals, unreadable } = await planRemovals(mounts, firstKind(config), logger)
     output.out.write(formatPlan(removals, output.json))

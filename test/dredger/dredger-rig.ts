@@ -26,6 +26,8 @@ export interface DredgerOptions {
   /** Default: both inventories. */
   readonly mirrorUrl?: string
   readonly withPrivate?: boolean
+  /** The configuration's `policy` section (a policy document for the Dredger to follow). */
+  readonly policy?: Record<string, unknown>
 }
 
 export class DredgerRig {
@@ -70,6 +72,7 @@ export class DredgerRig {
       server: { host: '127.0.0.1', port },
       runtime: { cores: 1 },
       dredger: { cycleSeconds: 3600, ...options.dredger },
+      ...(options.policy === undefined ? {} : { policy: options.policy }),
       mounts: {
         js: {
           upstreams: {

@@ -36,9 +36,23 @@ t.test('the command parses apart from the roles', async (t) => {
   t.same(parseArgs(['policy', 'check', 'p.yaml']), { kind: 'policy-check', file: 'p.yaml', json: false })
   t.same(parseArgs(['policy', 'check', 'p.json', '--json']), { kind: 'policy-check', file: 'p.json', json: true })
   t.match(parseArgs(['policy', 'check']), { kind: 'usage-error', message: 'policy check needs a file' })
-  t.match(parseArgs(['policy']), { kind: 'usage-error', message: 'policy needs a subcommand: check' })
-  t.match(parseArgs(['policy', 'push', 'p.yaml']), { kind: 'usage-error', message: 'unknown policy subcommand push' })
+  t.match(parseArgs(['policy']), { kind: 'usage-error', message: 'policy needs a subcommand: check, push, waive, freeze or show' })
+  t.match(parseArgs(['policy', 'publish', 'p.yaml']), { kind: 'usage-error', message: 'unknown policy subcommand publish' })
   t.match(parseArgs(['policy', 'check', 'a', 'b']), { kind: 'usage-error', message: 'unexpected argument b' })
+  t.match(parseArgs(['policy', 'check', 'a', '--at', 'now']), { kind: 'usage-error', message: '--at is not an option of policy check' })
+})
+
+t.test('the store commands parse their options', async (t) => {
+  t.same(parseArgs(['policy', 'push', 'p.yaml', '--config', 'c.yaml']), { kind: 'policy-push', file: 'p.yaml', configPath: 'c.yaml' })
+  t.same(parseArgs(['policy', 'show']), { kind: 'policy-show', configPath: undefined })
+  t.same(parseArgs(['policy', 'freeze', '--at=2026-03-01T12:00:00Z']), { kind: 'policy-freeze', at: '2026-03-01T12:00:00Z', configPath: undefined })
+  t.same(parseArgs(['policy', 'waive', '@scope/fix@^2.1.0', '--reason', 'INC-42', '--expires', '24h', '--by', 'alice', '--mount', 'js']),
+    { kind: 'policy-waive', spec: '@scope/fix@^2.1.0', reason: 'INC-42', expires: '24h', by: 'alice', mount: 'js', configPath: undefined })
+  t.match(parseArgs(['policy', 'waive', 'a@1', '--reason', 'r']), { kind: 'usage-error', message: 'policy waive needs --reason and --expires' })
+  t.match(parseArgs(['policy', 'waive', 'a@1', '--reason', 'r', '--expires', '1d', '--mount', 'go']), { kind: 'usage-error', message: '--mount is js or py, not go' })
+  t.match(parseArgs(['policy', 'freeze']), { kind: 'usage-error', message: 'policy freeze needs --at INSTANT (or --at now)' })
+  t.match(parseArgs(['policy', 'push', 'p.yaml', '--json']), { kind: 'usage-error', message: '--json is not an option of policy push' })
+  t.match(parseArgs(['proxy', '--reason', 'r']), { kind: 'usage-error', message: '--reason is for the policy commands' })
 })
 
 t.test('a valid document: one line, exit 0', async (t) => {

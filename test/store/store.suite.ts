@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import type { Test } from 'tap'
 import { isServiceError } from '../../engine/errors.js'
-import type { ObjectHead, ObjectStore } from '../../engine/store/object-store.js'
+import { isPreconditionFailed, type ObjectHead, type ObjectStore } from '../../engine/store/object-store.js'
 
 export interface StoreHarness {
   readonly store: ObjectStore
@@ -21,7 +21,18 @@ export interface StoreHarness {
 
 export type StoreFactory = () => Promise<StoreHarness>
 
-export function objectStoreSuite(t: Test, makeHarness: StoreFactory): void {
+const PRECONDITION = { code: 'STORE_FAILURE', data: { reason: 'precondition-failed' } }
+
+export interface SuiteOptions {
+  /**
+   * The store refuses a conditional put whose condition does not hold. False
+   * for s3rver, which ignores If-Match on PUT (engine/store/object-store.ts):
+   * only the writes whose condition holds are checked there.
+   */
+  readonly enforcesConditions: boolean
+}
+
+export function objectStoreSuite(t: Test, makeHarness: StoreFactory, options: SuiteOptions = { enforcesConditions: true }): void {
   const withStore = (name: string, body: (t: Test, h: StoreHarness) => Promise<void>): void => {
     t.test(name, async (t) => {
       const h = await makeHarness()
@@ -54,6 +65,28 @@ export function objectStoreSuite(t: Test, makeHarness: StoreFactory): void {
     t.equal(await store.head('advisories/js.db'), undefined)
     t.equal(await store.get('advisories/js.db'), undefined)
   })
+
+  withStore('a conditional put whose condition holds writes', async (t, { store }) => {
+    const first = await store.put('policy/document.json', Buffer.from('{"a":1}'), {}, { ifNoneMatch: '*' })
+    const second = await store.put('policy/document.json', Buffer.from('{"a":2}'), {}, { ifMatch: first.etag })
+    const head = await found(t, store.head('policy/document.json'))
+    t.equal(head.etag, second.etag)
+    t.not(second.etag, first.etag)
+  })
+
+  if (options.enforcesConditions) {
+    withStore('a conditional put whose condition fails writes nothing and says so', async (t, { store }) => {
+      await t.rejects(store.put('policy/document.json', Buffer.from('x'), {}, { ifMatch: '"nope"' }), PRECONDITION, 'If-Match on an absent object')
+      const first = await store.put('policy/document.json', Buffer.from('{"a":1}'), {})
+      await t.rejects(store.put('policy/document.json', Buffer.from('x'), {}, { ifNoneMatch: '*' }), PRECONDITION, 'If-None-Match * on a present object')
+      await t.rejects(store.put('policy/document.json', Buffer.from('x'), {}, { ifMatch: '"stale"' }), PRECONDITION, 'a stale If-Match')
+      t.equal((await found(t, store.head('policy/document.json'))).etag, first.etag, 'the object is unchanged')
+      // Two writers that read the same version: exactly one wins, the other learns it lost.
+      const results = await Promise.allSettled([1, 2, 3, 4].map((n) => store.put('policy/document.json', Buffer.from(`{"w":${n}}`), {}, { ifMatch: first.etag })))
+      t.equal(results.filter((r) => r.status === 'fulfilled').length, 1, 'one of four concurrent edits wins')
+      t.ok(results.every((r) => r.status === 'fulfilled' || isPreconditionFailed(r.reason)), 'the others fail as preconditions')
+    })
+  }
 
   withStore('an absent object is undefined and deleting it succeeds', async (t, { store }) => {
     t.equal(await store.head('absent/key'), undefined)
