@@ -21,7 +21,7 @@
  * twice, directly and forwarded, and the second would count as a second
  * signal: exit 3 with no drain (SPEC.md 3.1). SIGTERM and SIGINT are
  * forwarded as they come; SIGHUP is passed on as SIGHUP, which re-reads the
- * policy (engine/policy/live-policy.ts) instead of stopping. The service
+ * policy document (server/roles/policy-reloader.ts) instead of stopping. The service
  * still stops when the launcher is lost: it exits on the loss of the IPC
  * channel (server/cli/run-role.ts).
  *
