@@ -85,6 +85,9 @@ export interface RedrivePolicy {
   readonly deadLetterTarget: string
 }
 
+/** The IAM action named when the boot probe of the queue attributes fails (SPEC.md 6.1 item 2). */
+export const SQS_ATTRIBUTES_PERMISSION = 'sqs:GetQueueAttributes'
+
 export interface QueueAttributes {
   /** Absent when the queue has no redrive policy (SPEC.md 6.1 item 2: a start-up WARNING). */
   readonly redrive?: RedrivePolicy

@@ -42,9 +42,6 @@ import { checkBatch, checkReceive, checkSend, checkVisibility } from './queue-ar
 import { QUEUE_LIMITS, QueueFailureReason } from './queue.js'
 import type { Queue, QueueAttributes, QueueMessage, ReceiveOptions, SendBatchEntry, SendBatchOutcome, SendOptions, SendResult } from './queue.js'
 
-/** The IAM action named when the boot probe of the queue attributes fails (SPEC.md 6.1 item 2). */
-export const SQS_ATTRIBUTES_PERMISSION = 'sqs:GetQueueAttributes'
-
 export interface SqsQueueOptions {
   /** The queue URL. */
   readonly url: string

@@ -12,31 +12,28 @@ import { formatProblems } from '../../engine/config/problems.js'
 import { resolveIdentity } from '../../engine/log/identity.js'
 import { createProcessLogger, type ProcessLogger } from '../../engine/log/pino-logger.js'
 import { TELEMETRY_OFF, type Telemetry } from '../../engine/telemetry/instruments.js'
-import { startTelemetry } from '../../engine/telemetry/otel-telemetry.js'
 import { privateOrigins } from '../../engine/telemetry/private-origins.js'
 import { TraceContext } from '../../engine/telemetry/trace-context.js'
 import { EXIT, SERVICE_EXITED } from '../lifecycle/exit-codes.js'
 import { Shutdown } from '../lifecycle/shutdown.js'
-import { runCheckConfig } from '../roles/check-config.js'
-import { runPilotCompile, startPilot } from '../roles/pilot.js'
-import { startProxy } from '../roles/proxy.js'
-import { startMirror } from '../roles/mirror.js'
-import { runDredgerDryRun, startDredger } from '../roles/dredger.js'
 import type { RoleContext, RunningRole } from '../roles/role-context.js'
 import { parseArgs, USAGE, type Command, type Role } from './args.js'
-import { runPolicyCheck } from './policy-check.js'
-import { runPolicyCommand } from './policy-commands.js'
 
 export const ROLE_UNAVAILABLE = ERROR_TABLE.ROLE_UNAVAILABLE.message
 /** info: SIGHUP reached a role that reads no policy document (neither `policy.file` nor `policy.store`). */
 export const POLICY_RELOAD_NOTHING = 'policy reload: this role reads no policy document'
 
-/** Roles this build can run; the others refuse at boot with exit 2 (SPEC.md 7.2). */
+/**
+ * Roles this build can run; the others refuse at boot with exit 2 (SPEC.md 7.2).
+ * Each role's modules load when it starts, not with this file: the launcher
+ * (service.ts) imports this file only to refuse, and a process runs one role,
+ * so neither pays for the others' trees (the AWS SDK, OpenTelemetry, Piscina).
+ */
 const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<RunningRole>>> = {
-  proxy: startProxy,
-  mirror: startMirror,
-  pilot: startPilot,
-  dredger: startDredger,
+  proxy: async (ctx) => (await import('../roles/proxy.js')).startProxy(ctx),
+  mirror: async (ctx) => (await import('../roles/mirror.js')).startMirror(ctx),
+  pilot: async (ctx) => (await import('../roles/pilot.js')).startPilot(ctx),
+  dredger: async (ctx) => (await import('../roles/dredger.js')).startDredger(ctx),
 }
 
 /**
@@ -53,12 +50,12 @@ const SERVES_TRAFFIC: ReadonlySet<Role> = new Set<Role>(['proxy'])
  * else exit 1 with the `service: service exited:` line (SPEC.md 7.2).
  */
 const ONE_SHOTS: Partial<Record<Role, (ctx: RoleContext) => Promise<void>>> = {
-  pilot: runPilotCompile,
+  pilot: async (ctx) => (await import('../roles/pilot.js')).runPilotCompile(ctx),
 }
 
 /** `--dry-run` one-shots (`service dredger --dry-run [--json]`): print, delete nothing, exit 0 (1 when a read failed and the listing is partial). */
 const DRY_RUNS: Partial<Record<Role, (ctx: RoleContext, json: boolean) => Promise<void>>> = {
-  dredger: async (ctx, json) => { await runDredgerDryRun(ctx, { json, out: process.stdout }) },
+  dredger: async (ctx, json) => { await (await import('../roles/dredger.js')).runDredgerDryRun(ctx, { json, out: process.stdout }) },
 }
 
 /** Why this build cannot run the command's role, or undefined when it can. */
@@ -82,16 +79,19 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
 
   if (command.kind === 'policy-check') {
+    const { runPolicyCheck } = await import('./policy-check.js')
     process.exitCode = await runPolicyCheck(command.file, command.json, { out: process.stdout, err: process.stderr, now: systemClock.now() })
     return
   }
   if (command.kind === 'policy-push' || command.kind === 'policy-waive' || command.kind === 'policy-freeze' || command.kind === 'policy-show') {
+    const { runPolicyCommand } = await import('./policy-commands.js')
     process.exitCode = await runPolicyCommand(command, { out: process.stdout, err: process.stderr, env, now: () => systemClock.now() })
     return
   }
 
   const loaded = loadConfig({ configPath: command.configPath, env })
   if (command.kind === 'check-config') {
+    const { runCheckConfig } = await import('../roles/check-config.js')
     process.exitCode = await runCheckConfig(loaded, { json: command.json, out: process.stdout, err: process.stderr, env })
     return
   }
@@ -120,11 +120,14 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   })
   // Telemetry (SPEC.md 6.3) starts before the role so its logs and spans are exported from the first line.
   const telemetry: Telemetry = config.observability.telemetry === 'on'
-    ? await startTelemetry({ identity, env, logger: processLogger, role: command.role, privateOrigins: privateOrigins(config) }).catch((error: unknown) => {
-      // Telemetry never stops the service: without it the role still serves (SPEC.md 6.3 makes it opt-in).
-      processLogger.error('telemetry: could not start', { error: String((error as Error)?.message ?? error) })
-      return TELEMETRY_OFF
-    })
+    // The OpenTelemetry SDK loads only when telemetry is on.
+    ? await import('../../engine/telemetry/otel-telemetry.js')
+      .then(({ startTelemetry }) => startTelemetry({ identity, env, logger: processLogger, role: command.role, privateOrigins: privateOrigins(config) }))
+      .catch((error: unknown) => {
+        // Telemetry never stops the service: without it the role still serves (SPEC.md 6.3 makes it opt-in).
+        processLogger.error('telemetry: could not start', { error: String((error as Error)?.message ?? error) })
+        return TELEMETRY_OFF
+      })
     : TELEMETRY_OFF
   const logger = telemetry.teeLogger(processLogger)
   const exit = exitWith(logger)

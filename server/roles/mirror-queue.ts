@@ -10,7 +10,6 @@
  */
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 import type { Queue } from '../../engine/queue/queue.js'
-import { SqsQueue } from '../../engine/queue/sqs-queue.js'
 import type { RoleContext } from './role-context.js'
 
 export interface OpenedMirrorQueue {
@@ -23,6 +22,8 @@ export async function openMirrorQueue({ config, logger, clock }: Pick<RoleContex
   if (!Object.values(config.mounts).some((m) => m?.mirror !== undefined)) return undefined
   if (config.queue.kind === 'sqs') {
     if (config.queue.url === undefined) throw new Error('queue.url is required when queue.kind is sqs')
+    // Loaded here, not at import: the embedded queue (the default) never pays for the SQS SDK.
+    const { SqsQueue } = await import('../../engine/queue/sqs-queue.js')
     const sqs = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock })
     return { queue: sqs, close: () => sqs.close() }
   }

@@ -47,7 +47,7 @@ import { TargetPace } from '../../engine/mirror/target-pace.js'
 import type { PublicArtifactSource } from '../../engine/mirror/target-protocol.js'
 import { ManifestReads } from '../../engine/mirror/version-manifest.js'
 import type { Queue } from '../../engine/queue/queue.js'
-import { SQS_ATTRIBUTES_PERMISSION, SqsQueue } from '../../engine/queue/sqs-queue.js'
+import { SQS_ATTRIBUTES_PERMISSION } from '../../engine/queue/queue.js'
 import { readSnapshot, SNAPSHOT_KEYS, type SnapshotReaders } from '../../engine/telemetry/snapshot-keys.js'
 import { UpstreamFetchCounters } from '../../engine/upstream/fetch-counters.js'
 import { UpstreamClient } from '../../engine/upstream/upstream-client.js'
@@ -260,6 +260,7 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
   const fetchCounters = new UpstreamFetchCounters()
   const forwardProxy = forwardProxyFor(config, logger, ctx.env)
   const sources = mounts.map((mount) => ({ mount, source: publicClientFor(config, mount, plan.maxResponseBytes.value, logger, fetchCounters, forwardProxy) }))
+  const { SqsQueue } = await import('../../engine/queue/sqs-queue.js')
   const queue = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock })
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()

@@ -12,7 +12,6 @@ import type { Config } from '../../engine/config/config.js'
 import { ServiceError } from '../../engine/errors.js'
 import { FilesystemObjectStore } from '../../engine/store/filesystem-object-store.js'
 import type { ObjectStore } from '../../engine/store/object-store.js'
-import { createS3Client, S3ObjectStore } from '../../engine/store/s3-object-store.js'
 
 type StoreConfig = Config['store']
 
@@ -41,6 +40,8 @@ export async function openObjectStore(store: StoreConfig, clock: Clock, env: Nod
   if (region === undefined || region === '') {
     throw new ServiceError('BOOT_UNBUILDABLE', { message: 'store.region (or AWS_REGION) is required when store.kind is s3' })
   }
+  // Loaded here, not at import: the embedded store (the default) never pays for the S3 SDK.
+  const { createS3Client, S3ObjectStore } = await import('../../engine/store/s3-object-store.js')
   const client = createS3Client({ region, ...(store.endpoint === undefined ? {} : { endpoint: store.endpoint }) })
   try {
     return new S3ObjectStore({ client, bucket: store.bucket, prefix: store.prefix })

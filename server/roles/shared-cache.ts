@@ -5,7 +5,6 @@
  * a publish relay, a mirror success and a Dredger removal call; with
  * `local`, nothing (the caches keep everything in the process, as before).
  */
-import { RedisBackend } from '../../engine/cache/redis-backend.js'
 import { backendInvalidation, type CacheInvalidation, type ClaimOnce } from '../../engine/cache/shared-backend.js'
 import { SharedTier } from '../../engine/cache/shared-tier.js'
 import type { Config } from '../../engine/config/config.js'
@@ -43,6 +42,8 @@ export async function openSharedCache(config: Config, logger: Logger): Promise<S
   // checks.ts refuses `redis` without a URL; this only narrows the type.
   if (cache.url === undefined) throw new Error('cache.url is required when cache.backend is redis')
   const ttlMs = cache.sharedTtlSeconds * 1000
+  // Loaded here, not at import: the local backend (the default) never pays for the client.
+  const { RedisBackend } = await import('../../engine/cache/redis-backend.js')
   const backend = new RedisBackend({
     url: cache.url,
     username: cache.username,

@@ -10,7 +10,7 @@
  * source counts failures for its breaker, and retries hidden inside a mint
  * would make five failures mean fifteen calls.
  */
-import { CodeartifactClient, GetAuthorizationTokenCommand } from '@aws-sdk/client-codeartifact'
+import type { CodeartifactClient } from '@aws-sdk/client-codeartifact'
 import { BearerToken } from '../../secret.js'
 import type { Mint } from './credential-source.js'
 
@@ -25,6 +25,8 @@ export interface ManagedRepoOptions {
 export function managedRepoMint(options: ManagedRepoOptions): Mint {
   let client: CodeartifactClient | undefined
   return async (signal) => {
+    // Loaded at the first mint, not at import: only a managedRepo credential pays for the SDK.
+    const { CodeartifactClient, GetAuthorizationTokenCommand } = await import('@aws-sdk/client-codeartifact')
     client ??= new CodeartifactClient({ region: options.region, maxAttempts: 1, ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }) })
     let answer
     try {
