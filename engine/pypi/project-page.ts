@@ -16,7 +16,7 @@ import { withholdingOf, type VersionObservation, type Withholding } from '../lis
 import type { RuleKind } from '../policy/decision.js'
 import type { PageFormat } from './content-negotiation.js'
 import { fileNameVersion } from './file-name-version.js'
-import { gateProject, type DecideFile } from './project-gate.js'
+import { gateProject, type DecideFile, type JudgePrivate } from './project-gate.js'
 import { mergeProjects, type DigestMismatch, type FileOrigin, type MergedFile, type MergedProject } from './project-merge.js'
 import { normalizeProjectName } from './project-name.js'
 import { readSimpleHtml } from './simple-html-reader.js'
@@ -86,9 +86,10 @@ export interface ProjectPagePlan {
   readonly regateAt: number | undefined
 }
 
-/** The mount's gate as the worker builds it (workers/policy-gate.ts Decide): the file decision and its clock. */
+/** The mount's gate as the worker builds it (workers/policy-gate.ts Decide): the file decision, its clock, the private side's judgement. */
 export type PageDecide = DecideFile & {
   readonly clock?: GateClock | undefined
+  readonly privateVerdict?: JudgePrivate | undefined
 }
 
 export interface ProjectPageInput {
@@ -157,7 +158,14 @@ export function planProjectPage(input: ProjectPageInput): ProjectPagePlan | unde
     }
     return decision
   }
-  const gated = gateProject(merged.project, decide, priv?.project.versions ?? [])
+  const judge = input.decide.privateVerdict
+  // A private refusal is reported marked private, as the packument merge does (service.policy.malware.refusals{side}).
+  const privateVerdict: JudgePrivate | undefined = judge === undefined ? undefined : (name, version) => {
+    const refusal = judge(name, version)
+    if (refusal !== undefined) observations.push({ version, decision: refusal, private: true })
+    return refusal
+  }
+  const gated = gateProject(merged.project, decide, priv?.project.versions ?? [], privateVerdict)
   const files: PageFile[] = []
   for (const f of gated.project.files) {
     const v = fileNameVersion(f.filename, project)
