@@ -82,6 +82,7 @@ export async function pyPageTask(task: PyPageTaskInput): Promise<MovableMessage<
       advisoryAnswered: plan.advisoryAnswered,
       withholding: plan.withholding,
       projectQuarantined: plan.projectQuarantined,
+      regateAt: plan.regateAt,
     }
     return move(new MovableMessage(result, body === undefined ? [] : [body]))
   } catch (error) {

@@ -26,6 +26,7 @@
  */
 import type { Ecosystem } from '../advisory/artifact/database.js'
 import { ServiceError } from '../errors.js'
+import { earliestStep, listingRegateAt, type GateClock } from '../listing/regate-at.js'
 import { withholdingOf, type VersionObservation, type Withholding } from '../listing/withholding.js'
 import { canonicalVersion } from '../npm/canonical-version.js'
 import { withheldNotice } from './withheld-notice.js'
@@ -50,13 +51,7 @@ export interface Decide {
    * publication at which they can change (Evaluator.ageSteps), so the merge
    * can say when its answer must be re-gated; absent: never by age alone.
    */
-  readonly clock?: {
-    readonly now: number
-    readonly ageSteps: (packageName: string) => readonly number[]
-    readonly expiresAt?: number | undefined
-    /** Evaluator.regateAt: when a waiver naming the package expires. */
-    readonly regateAt?: ((packageName: string, now: number) => number | undefined) | undefined
-  }
+  readonly clock?: GateClock
   /**
    * The sentence a refusal carries (engine/policy/explain.ts, with the
    * mount's rules), for what the answer says about a withheld version;
@@ -415,16 +410,6 @@ function keepPrivateVersions(state: MergeState, decide: Decide, ecosystem: Ecosy
   }
 }
 
-/** `regateAt`, or the first moment after `now` at which a version published at `published` reaches one of the age `steps`, whichever is earlier. */
-function earliestStep(regateAt: number | undefined, published: number | undefined, steps: readonly number[], now: number): number | undefined {
-  if (published === undefined) return regateAt
-  for (const step of steps) {
-    const at = published + step
-    if (at > now && (regateAt === undefined || at < regateAt)) regateAt = at
-  }
-  return regateAt
-}
-
 /**
  * Phase 2: each public version the private side lacks, dropped when npm
  * would read it as another version or its manifest disagrees with its key,
@@ -628,10 +613,8 @@ export function planMerge(input: MergeInput): MergePlan {
   checkName(publicIndex, packageName, 'public')
   const state = new MergeState(input)
   const clock = decide.clock
-  state.regateAt = clock?.expiresAt !== undefined && clock.expiresAt > clock.now ? clock.expiresAt : undefined
-  // A waiver's expiry re-gates the answer it shaped (issue 31 item 2).
-  const waiverEnds = clock?.regateAt?.(packageName, clock.now)
-  if (waiverEnds !== undefined && (state.regateAt === undefined || waiverEnds < state.regateAt)) state.regateAt = waiverEnds
+  // The push's expiry or a waiver's re-gates the answer (engine/listing/regate-at.ts); the versions' age steps follow.
+  state.regateAt = listingRegateAt(clock, packageName)
 
   keepPrivateVersions(state, decide, input.ecosystem ?? 'js')
   gatePublicVersions(state, decide, input.ecosystem ?? 'js')

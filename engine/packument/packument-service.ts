@@ -13,6 +13,7 @@
 import type { Ecosystem } from '../advisory/artifact/database.js'
 import type { AssembledResponse, Freshness, MetadataCache, ReadOptions, SourceValidators, Work } from '../cache/metadata-cache.js'
 import { assembledKey, DEFAULT_ASSEMBLED_TTL_MS, selectedVersionKey } from '../cache/metadata-cache.js'
+import { answerState, type AnswerState } from '../cache/answer-state.js'
 import type { Clock } from '../clock.js'
 import { isServiceError, ServiceError } from '../errors.js'
 import { readThroughKeep, type DocumentKeep } from '../cache/document-keep.js'
@@ -132,8 +133,6 @@ interface Subject extends RenderVariant {
   readonly abbreviated: boolean
   readonly admission: Admission
 }
-
-type State = 'fresh' | 'stale' | 'revalidate' | 'reload'
 
 export interface PackumentRequest extends RenderVariant {
   /** The decoded package name. */
@@ -285,16 +284,8 @@ export class PackumentService {
     return state === 'fresh' || state === 'stale'
   }
 
-  #state(held: AssembledResponse): State {
-    const freshness = held.freshness
-    if (freshness === undefined) return 'fresh'
-    const now = this.#o.clock.now()
-    if (freshness.regateAt !== undefined && now >= freshness.regateAt) return 'reload'
-    if (now < freshness.freshUntil) return 'fresh'
-    if (freshness.sources === undefined) return 'reload'
-    const revalidation = this.#o.revalidation
-    if (revalidation !== undefined && now < freshness.freshUntil + revalidation.maxStaleMs) return 'stale'
-    return 'revalidate'
+  #state(held: AssembledResponse): AnswerState {
+    return answerState(held, this.#o.clock.now(), this.#o.revalidation?.maxStaleMs)
   }
 
   /** One revalidation behind served requests, under an admission of its own; when the gate has no room it waits for the next request. */

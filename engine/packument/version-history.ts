@@ -415,6 +415,10 @@ export class VersionHistory {
    * `now` (FactNeeds.signalsWithinMs; unknown `now`: every version).
    */
   factsOf(version: string, entry: VersionEntry, publishedMs: number | undefined, now?: number): HistoryFacts {
+    const young = now === undefined || publishedMs === undefined || !(now - publishedMs >= (this.needs.signalsWithinMs ?? Infinity))
+    const signals = young && (this.needs.scriptChanges === true || this.needs.dependencies === true)
+    // A mount with only the two signals asks this of every selected version; an old one has nothing to say and costs no allocation.
+    if (!this.needs.trust && !this.needs.installScripts && !signals) return NO_HISTORY_FACTS
     const facts: { -readonly [K in keyof HistoryFacts]: HistoryFacts[K] } = {}
     if (this.needs.trust) {
       facts.trust = trustOf(entry)
@@ -426,7 +430,6 @@ export class VersionHistory {
       const after = facts.installScript ? this.scriptAddedAfter(version) : undefined
       if (after !== undefined) facts.scriptAddedAfter = after
     }
-    const young = now === undefined || publishedMs === undefined || !(now - publishedMs >= (this.needs.signalsWithinMs ?? Infinity))
     if (this.needs.scriptChanges === true && young) {
       const change = this.scriptChange(version)
       if (change !== undefined) facts.installScriptChange = change

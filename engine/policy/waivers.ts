@@ -17,7 +17,7 @@
  * moment the document is read, so a forgotten waiver cannot outlive a
  * month. An expired waiver stays in the document harmlessly and admits
  * nothing from its `expires` on; a retained answer it shaped is gated again
- * at that instant (`regateAt`, engine/packument/merge.ts).
+ * at that instant (engine/listing/regate-at.ts).
  */
 import Type, { type Static } from 'typebox'
 import type { Ecosystem } from '../advisory/artifact/database.js'

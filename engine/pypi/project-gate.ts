@@ -6,7 +6,11 @@
  *   file whose version cannot be read is dropped and counted, private or
  *   public (nothing can gate or resolve it).
  * - A project whose PEP 792 status is `quarantined` offers no files.
- * - Private files are trusted: kept without a rule.
+ * - Private files are trusted: kept without a rule, except a file whose
+ *   version a malware record names when the mount has DenyIfMalicious
+ *   (`privateVerdict`, engine/policy/private-malware-gate.ts): it is
+ *   withheld with that refusal, and its version leaves `versions`, as the
+ *   packument merge drops such a private version (issue 31 item 4).
  * - Each public file is put to the rules as its version, with the file's
  *   own PEP 700 `upload-time` as the publish time. PyPI lets a maintainer
  *   add files to an old release, so the quarantine runs per file: an old
@@ -31,6 +35,9 @@ import { QUARANTINED } from './simple-model.js'
 /** The mount's gate for one public file's version (the evaluator at admission). */
 export type DecideFile = (facts: VersionFacts) => Decision
 
+/** The private side's one judgement: the refusal of a private version a malware record names, else undefined (PrivateVerdict). */
+export type JudgePrivate = (name: string, version: string) => Decision | undefined
+
 export interface WithheldFile {
   readonly file: MergedFile
   /** PEP 440 normal form. */
@@ -41,7 +48,7 @@ export interface WithheldFile {
 export interface GateResult {
   /** The page to render: surviving files, recomputed versions. */
   readonly project: MergedProject
-  /** Public files the rules refused, with why (the file route answers them with the decision's status). */
+  /** Public files the rules refused, and private files `privateVerdict` refused, with why (the file route answers them with the decision's status). */
   readonly withheld: readonly WithheldFile[]
   /** Files dropped because their version cannot be read from the name. */
   readonly unreadableVersions: readonly MergedFile[]
@@ -55,7 +62,7 @@ export interface GateResult {
  * Gates `project` (merge output). `privateVersions` is the private page's
  * PEP 700 list, kept whole: private releases are trusted even without files.
  */
-export function gateProject(project: MergedProject, decide: DecideFile, privateVersions: readonly string[] = []): GateResult {
+export function gateProject(project: MergedProject, decide: DecideFile, privateVersions: readonly string[] = [], privateVerdict?: JudgePrivate): GateResult {
   const name = normalizeProjectName(project.name)
   if (project.projectStatus?.status === QUARANTINED) {
     return {
@@ -71,6 +78,12 @@ export function gateProject(project: MergedProject, decide: DecideFile, privateV
   const unreadable: MergedFile[] = []
   const versions = new Map<string, ReturnType<typeof parsePep440>>()
   const memo = new Map<string, Decision>()
+  const privateMemo = new Map<string, Decision | undefined>()
+  const privateRefusal = (version: string): Decision | undefined => {
+    if (privateVerdict === undefined) return undefined
+    if (!privateMemo.has(version)) privateMemo.set(version, privateVerdict(name, version))
+    return privateMemo.get(version)
+  }
   let withoutTime = 0
   for (const file of project.files) {
     const v = fileNameVersion(file.filename, name)
@@ -78,7 +91,13 @@ export function gateProject(project: MergedProject, decide: DecideFile, privateV
       unreadable.push(file)
       continue
     }
-    if (file.origin === 'public') {
+    if (file.origin === 'private') {
+      const refusal = privateRefusal(v.version)
+      if (refusal !== undefined) {
+        withheld.push({ file, version: v.version, decision: refusal })
+        continue
+      }
+    } else {
       const key = `${v.version} ${file.uploadMs ?? ''}`
       let decision = memo.get(key)
       if (decision === undefined) {
@@ -102,7 +121,9 @@ export function gateProject(project: MergedProject, decide: DecideFile, privateV
   }
   for (const raw of privateVersions) {
     const parsed = parsePep440(raw)
-    if (parsed !== undefined) versions.set(formatPep440(parsed), parsed)
+    if (parsed === undefined) continue
+    const version = formatPep440(parsed)
+    if (privateRefusal(version) === undefined) versions.set(version, parsed)
   }
   const ordered = [...versions.entries()]
     .sort((a, b) => comparePep440(a[1] as NonNullable<typeof a[1]>, b[1] as NonNullable<typeof b[1]>))

@@ -11,11 +11,12 @@
  * without re-reading the page and explains a refusal with the decision.
  */
 import { createHash } from 'node:crypto'
+import { earliestStep, listingRegateAt, type GateClock } from '../listing/regate-at.js'
 import { withholdingOf, type VersionObservation, type Withholding } from '../listing/withholding.js'
 import type { RuleKind } from '../policy/decision.js'
 import type { PageFormat } from './content-negotiation.js'
 import { fileNameVersion } from './file-name-version.js'
-import { gateProject, type DecideFile } from './project-gate.js'
+import { gateProject, type DecideFile, type JudgePrivate } from './project-gate.js'
 import { mergeProjects, type DigestMismatch, type FileOrigin, type MergedFile, type MergedProject } from './project-merge.js'
 import { normalizeProjectName } from './project-name.js'
 import { readSimpleHtml } from './simple-html-reader.js'
@@ -77,6 +78,18 @@ export interface ProjectPagePlan {
   readonly projectQuarantined: boolean
   /** SPEC.md 8.1 output basis: the source pages' bytes. */
   readonly basisBytes: number
+  /**
+   * When a retained copy of this page must be gated again
+   * (engine/listing/regate-at.ts: a waiver or the advisory push expires, a
+   * public file's quarantine ends); undefined: its time to live decides.
+   */
+  readonly regateAt: number | undefined
+}
+
+/** The mount's gate as the worker builds it (workers/policy-gate.ts Decide): the file decision, its clock, the private side's judgement. */
+export type PageDecide = DecideFile & {
+  readonly clock?: GateClock | undefined
+  readonly privateVerdict?: JudgePrivate | undefined
 }
 
 export interface ProjectPageInput {
@@ -86,7 +99,7 @@ export interface ProjectPageInput {
   readonly publicPage: UpstreamPage | undefined
   readonly privateHidesPublic: boolean
   readonly limits: ReadLimits
-  readonly decide: DecideFile
+  readonly decide: PageDecide
 }
 
 function isJson(contentType: string | undefined): boolean {
@@ -127,8 +140,12 @@ export function planProjectPage(input: ProjectPageInput): ProjectPagePlan | unde
   const observations: VersionObservation[] = []
   const answered = new Set<RuleKind>()
   const observed = new Set<string>()
+  const clock = input.decide.clock
+  const steps = clock?.ageSteps(project) ?? []
+  let regateAt = listingRegateAt(clock, project)
   const decide: DecideFile = (facts) => {
     const decision = input.decide(facts)
+    if (steps.length > 0 && clock !== undefined) regateAt = earliestStep(regateAt, facts.publishedMs, steps, clock.now)
     // A waiver's admission is reported too: the main thread logs and counts it (engine/policy/waiver-admissions.ts).
     let reported = decision.skipped.length > 0 || decision.waiver !== undefined
     for (const o of decision.advisory) {
@@ -141,7 +158,14 @@ export function planProjectPage(input: ProjectPageInput): ProjectPagePlan | unde
     }
     return decision
   }
-  const gated = gateProject(merged.project, decide, priv?.project.versions ?? [])
+  const judge = input.decide.privateVerdict
+  // A private refusal is reported marked private, as the packument merge does (service.policy.malware.refusals{side}).
+  const privateVerdict: JudgePrivate | undefined = judge === undefined ? undefined : (name, version) => {
+    const refusal = judge(name, version)
+    if (refusal !== undefined) observations.push({ version, decision: refusal, private: true })
+    return refusal
+  }
+  const gated = gateProject(merged.project, decide, priv?.project.versions ?? [], privateVerdict)
   const files: PageFile[] = []
   for (const f of gated.project.files) {
     const v = fileNameVersion(f.filename, project)
@@ -170,6 +194,7 @@ export function planProjectPage(input: ProjectPageInput): ProjectPagePlan | unde
     withholding,
     projectQuarantined: gated.projectQuarantined,
     basisBytes: (input.privatePage?.body.byteLength ?? 0) + (input.publicPage?.body.byteLength ?? 0),
+    regateAt,
   }
 }
 

@@ -7,8 +7,9 @@
  * the assembled page per format and every file the page named, for the file
  * route.
  */
+import { answerState } from '../cache/answer-state.js'
 import type { AssembledResponse, MetadataCache, Work } from '../cache/metadata-cache.js'
-import { assembledKey, selectedVersionKey } from '../cache/metadata-cache.js'
+import { assembledKey, DEFAULT_ASSEMBLED_TTL_MS, selectedVersionKey } from '../cache/metadata-cache.js'
 import type { Clock } from '../clock.js'
 import { isServiceError, ServiceError } from '../errors.js'
 import { fetchCharged, type ChargedFetch } from '../listing/charged-fetch.js'
@@ -53,6 +54,8 @@ export interface PageOutcome {
   readonly etag: string | undefined
   readonly files: readonly PageFile[]
   readonly withholding: Parameters<typeof withholdingError>[0]
+  /** When a retained copy must be gated again (engine/listing/regate-at.ts); undefined: its time to live decides. */
+  readonly regateAt?: number | undefined
 }
 
 export interface ProjectServiceOptions<O extends PageOutcome> {
@@ -84,10 +87,23 @@ export class ProjectService<O extends PageOutcome> {
     this.#o = options
   }
 
-  /** The assembled page (from the store, or led or joined). */
-  assemble(request: PageRequest): Promise<AssembledResponse> {
+  /**
+   * The assembled page (from the store, or led or joined). A retained page
+   * past its re-gate instant (a waiver naming the project expired, a file's
+   * quarantine ended) is rendered again, as a js answer is
+   * (engine/cache/answer-state.ts); py pages are never revalidated.
+   */
+  async assemble(request: PageRequest): Promise<AssembledResponse> {
+    const { cache, clock } = this.#o
     const key = assembledKey('py', request.project, request.format, this.#o.generation(), request.baseUrl ?? '')
-    return this.#o.cache.assembled.load(key, (signal, work) => this.#load(request, signal, work), request.signal, chargedRead(request.admission, request.signal))
+    const servable = (held: AssembledResponse): boolean => answerState(held, clock.now(), undefined) === 'fresh'
+    const held = await cache.assembled.retained(key, chargedRead(request.admission, request.signal))
+    if (held !== undefined && servable(held)) {
+      cache.assembled.countHit()
+      return held
+    }
+    // Another replica's page serves only when it is not itself due (docs/cache.md "Collapsing across replicas").
+    return cache.assembled.lead(key, (signal, work) => this.#load(request, signal, work), request.signal, servable)
   }
 
   /**
@@ -124,6 +140,7 @@ export class ProjectService<O extends PageOutcome> {
       throw mostRecoverable(failures) ?? new ServiceError('UPSTREAM_MISS')
     }
 
+    const readAt = this.#o.clock.now()
     let outcome: O
     try {
       // Prepaid at its bound, the two pages together (engine/listing/prepaid-charge.ts), before the pool takes the render.
@@ -133,7 +150,7 @@ export class ProjectService<O extends PageOutcome> {
           project: request.project,
           format: request.format,
           baseUrl: request.baseUrl,
-          now: this.#o.clock.now(),
+          now: readAt,
           privatePage,
           publicPage,
           charge,
@@ -147,6 +164,9 @@ export class ProjectService<O extends PageOutcome> {
     if (outcome.body === undefined || outcome.etag === undefined) {
       throw mostRecoverable([...failures, withholdingError(outcome.withholding) ?? new ServiceError('POLICY_WITHHELD')])
     }
-    return { body: outcome.body, etag: outcome.etag }
+    if (outcome.regateAt === undefined) return { body: outcome.body, etag: outcome.etag }
+    // No validators are kept (sources undefined): past its time to live or its re-gate instant it is rendered again.
+    const freshness = { renderedAt: readAt, freshUntil: readAt + DEFAULT_ASSEMBLED_TTL_MS, regateAt: outcome.regateAt, sources: undefined }
+    return { body: outcome.body, etag: outcome.etag, freshness }
   }
 }

@@ -162,7 +162,7 @@ export function attachPyMount(o: MountWiringOptions): MountAttachment<PageFile> 
       counters: artifactCounters,
       clock,
       forwardClientCredential: config.server.edgeTokens.length === 0,
-      // A private file whose version a malware record names is refused (docs/security.md "Malware records"); the page still lists it.
+      // A private file whose version a malware record names is refused (docs/security.md "Malware records"); the page drops it.
       privateRefusal: privateMalwareRefusal(policy, 'py', pyFileVersion, clock),
     })
     return (exchange, project, filename) => handler(exchange, project, filename)

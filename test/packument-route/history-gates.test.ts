@@ -8,64 +8,27 @@
  * rules read no advisory database).
  */
 import t from 'tap'
-import { makeTestCa } from '../../bench/peers/tls.js'
-import { startMisbehavingUpstream } from '../peers/misbehaving-upstream.js'
-import { fixtureManifest as manifest } from '../helpers/fixture-manifest.js'
-import { startTestProxy } from '../helpers/proxy.js'
-
-const HOUR = 3_600_000
-const DAY = 24 * HOUR
+import { DAY, HOUR, startHistoryUpstream } from '../helpers/fixture-manifest.js'
 
 t.test('history gates through the proxy', async (t) => {
-  const ca = await makeTestCa()
-  t.teardown(() => ca.remove())
-  const upstream = await startMisbehavingUpstream({ tls: ca })
-  t.teardown(() => upstream.stop())
-  const now = Date.now()
-  const at = (ms: number): string => new Date(now - ms).toISOString()
+  const peer = await startHistoryUpstream(t)
+  const { at, manifest, upstream } = peer
   const provenance = { attestations: { url: `${upstream.origin}/attestations`, provenance: { predicateType: 'https://slsa.dev/provenance/v1' } } }
-  upstream.script('/prov-pkg', {
-    kind: 'respond',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      name: 'prov-pkg',
-      'dist-tags': { latest: '1.2.0' },
-      versions: {
-        '1.0.0': manifest(upstream.origin, 'prov-pkg', '1.0.0'),
-        '1.1.0': manifest(upstream.origin, 'prov-pkg', '1.1.0', {}, provenance),
-        '1.2.0': manifest(upstream.origin, 'prov-pkg', '1.2.0'),
-      },
-      time: { created: at(40 * DAY), modified: at(10 * DAY), '1.0.0': at(30 * DAY), '1.1.0': at(20 * DAY), '1.2.0': at(10 * DAY) },
-    }),
-  })
-  upstream.script('/script-pkg', {
-    kind: 'respond',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      name: 'script-pkg',
-      'dist-tags': { latest: '1.1.0' },
-      versions: {
-        '1.0.0': manifest(upstream.origin, 'script-pkg', '1.0.0'),
-        '1.1.0': manifest(upstream.origin, 'script-pkg', '1.1.0', { scripts: { postinstall: 'node steal.js' } }),
-      },
-      time: { created: at(40 * DAY), modified: at(HOUR), '1.0.0': at(30 * DAY), '1.1.0': at(HOUR) },
-    }),
-  })
+  peer.serve('prov-pkg', '1.2.0', {
+    '1.0.0': manifest('prov-pkg', '1.0.0'),
+    '1.1.0': manifest('prov-pkg', '1.1.0', {}, provenance),
+    '1.2.0': manifest('prov-pkg', '1.2.0'),
+  }, { '1.0.0': at(30 * DAY), '1.1.0': at(20 * DAY), '1.2.0': at(10 * DAY) }, 10 * DAY)
+  peer.serve('script-pkg', '1.1.0', {
+    '1.0.0': manifest('script-pkg', '1.0.0'),
+    '1.1.0': manifest('script-pkg', '1.1.0', { scripts: { postinstall: 'node steal.js' } }),
+  }, { '1.0.0': at(30 * DAY), '1.1.0': at(HOUR) })
 
-  const proxy = await startTestProxy(t, {
-    document: {
-      mounts: {
-        js: {
-          upstreams: { public: { url: `${upstream.origin}/`, caFile: ca.caFile, allowInternalRanges: ['127.0.0.0/8'] } },
-          rules: [
-            { rule: 'DenyIfTrustDowngrade', packages: ['prov-*'] },
-            { rule: 'DenyIfInstallScriptAdded', seconds: 86_400 },
-            { rule: 'AllowIfOlderThan', seconds: 0 },
-          ],
-        },
-      },
-    },
-  })
+  const proxy = await peer.proxy([
+    { rule: 'DenyIfTrustDowngrade', packages: ['prov-*'] },
+    { rule: 'DenyIfInstallScriptAdded', seconds: 86_400 },
+    { rule: 'AllowIfOlderThan', seconds: 0 },
+  ])
 
   const ready = await proxy.get('/readyz')
   t.equal(ready.status, 200, 'ready at once: neither rule needs an advisory database')

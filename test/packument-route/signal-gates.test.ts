@@ -10,34 +10,14 @@
  * version is counted once per signal however often it is refused.
  */
 import t from 'tap'
-import { makeTestCa } from '../../bench/peers/tls.js'
 import { SNAPSHOT_KEYS } from '../../engine/telemetry/snapshot-keys.js'
-import { startMisbehavingUpstream } from '../peers/misbehaving-upstream.js'
-import { fixtureManifest as manifest } from '../helpers/fixture-manifest.js'
-import { startTestProxy } from '../helpers/proxy.js'
-
-const HOUR = 3_600_000
-const DAY = 24 * HOUR
+import { DAY, HOUR, startHistoryUpstream } from '../helpers/fixture-manifest.js'
 
 t.test('the two signals through the proxy', async (t) => {
-  const ca = await makeTestCa()
-  t.teardown(() => ca.remove())
-  const upstream = await startMisbehavingUpstream({ tls: ca })
-  t.teardown(() => upstream.stop())
-  const now = Date.now()
-  const at = (ms: number): string => new Date(now - ms).toISOString()
-  const serve = (name: string, latest: string, versions: Record<string, Record<string, unknown>>, time: Record<string, string>): void => {
-    upstream.script(`/${name}`, {
-      kind: 'respond',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        name,
-        'dist-tags': { latest },
-        versions: Object.fromEntries(Object.entries(versions).map(([v, extra]) => [v, manifest(upstream.origin, name, v, extra)])),
-        time: { created: at(40 * DAY), modified: at(HOUR), ...time },
-      }),
-    })
-  }
+  const peer = await startHistoryUpstream(t)
+  const { at } = peer
+  const serve = (name: string, latest: string, versions: Record<string, Record<string, unknown>>, time: Record<string, string>): void =>
+    peer.serve(name, latest, Object.fromEntries(Object.entries(versions).map(([v, extra]) => [v, peer.manifest(name, v, extra)])), time)
   // A postinstall that already existed, rewritten an hour ago; an older rewrite is past its quarantine.
   serve('hook-pkg', '1.1.0', {
     '1.0.0': { scripts: { test: 'tap', postinstall: 'node setup.js' } },
@@ -53,20 +33,11 @@ t.test('the two signals through the proxy', async (t) => {
     '2.1.0': { dependencies: { a: '^1.0.0', b: '^1.1.0' }, optionalDependencies: { c: '^1.0.0' } },
   }, { '1.0.0': at(30 * DAY), '2.0.0': at(20 * DAY), '1.0.1': at(2 * HOUR), '2.0.1': at(HOUR) })
 
-  const proxy = await startTestProxy(t, {
-    document: {
-      mounts: {
-        js: {
-          upstreams: { public: { url: `${upstream.origin}/`, caFile: ca.caFile, allowInternalRanges: ['127.0.0.0/8'] } },
-          rules: [
-            { rule: 'DenyIfInstallScriptChanged', seconds: 86_400 },
-            { rule: 'DenyIfDependencyAdded', seconds: 86_400 },
-            { rule: 'AllowIfOlderThan', seconds: 0 },
-          ],
-        },
-      },
-    },
-  })
+  const proxy = await peer.proxy([
+    { rule: 'DenyIfInstallScriptChanged', seconds: 86_400 },
+    { rule: 'DenyIfDependencyAdded', seconds: 86_400 },
+    { rule: 'AllowIfOlderThan', seconds: 0 },
+  ])
 
   t.equal((await proxy.get('/readyz')).status, 200, 'ready at once: neither rule needs an advisory database')
 

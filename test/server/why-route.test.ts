@@ -5,48 +5,16 @@
  * default` beside a message naming `AllowIfOlderThan (rule 2)`.
  */
 import t from 'tap'
-import { makeTestCa } from '../../bench/peers/tls.js'
-import { startMisbehavingUpstream } from '../peers/misbehaving-upstream.js'
-import { startTestProxy } from '../helpers/proxy.js'
-
-const HOUR = 3_600_000
-const DAY = 24 * HOUR
+import { DAY, HOUR, startHistoryUpstream } from '../helpers/fixture-manifest.js'
 
 t.test('a quarantined version: the why route names the quarantine its message names', async (t) => {
-  const ca = await makeTestCa()
-  t.teardown(() => ca.remove())
-  const upstream = await startMisbehavingUpstream({ tls: ca })
-  t.teardown(() => upstream.stop())
-  const now = Date.now()
-  const at = (ms: number): string => new Date(now - ms).toISOString()
-  const manifest = (version: string): Record<string, unknown> => ({
-    name: 'fresh-pkg',
-    version,
-    dist: { integrity: `sha512-${Buffer.from(version.padEnd(64, '.')).toString('base64')}`, tarball: `${upstream.origin}/fresh-pkg/-/fresh-pkg-${version}.tgz` },
-  })
-  upstream.script('/fresh-pkg', {
-    kind: 'respond',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      name: 'fresh-pkg',
-      'dist-tags': { latest: '1.1.0' },
-      versions: { '1.0.0': manifest('1.0.0'), '1.1.0': manifest('1.1.0') },
-      time: { created: at(40 * DAY), modified: at(HOUR), '1.0.0': at(30 * DAY), '1.1.0': at(HOUR) },
-    }),
-  })
-  const proxy = await startTestProxy(t, {
-    document: {
-      mounts: {
-        js: {
-          upstreams: { public: { url: `${upstream.origin}/`, caFile: ca.caFile, allowInternalRanges: ['127.0.0.0/8'] } },
-          rules: [
-            { rule: 'DenyIfTrustDowngrade', packages: ['other-*'] },
-            { rule: 'AllowIfOlderThan', seconds: 7 * 86_400 },
-          ],
-        },
-      },
-    },
-  })
+  const peer = await startHistoryUpstream(t)
+  const { at, manifest } = peer
+  peer.serve('fresh-pkg', '1.1.0', { '1.0.0': manifest('fresh-pkg', '1.0.0'), '1.1.0': manifest('fresh-pkg', '1.1.0') }, { '1.0.0': at(30 * DAY), '1.1.0': at(HOUR) })
+  const proxy = await peer.proxy([
+    { rule: 'DenyIfTrustDowngrade', packages: ['other-*'] },
+    { rule: 'AllowIfOlderThan', seconds: 7 * 86_400 },
+  ])
 
   const why = await proxy.get('/js/-/why/fresh-pkg/1.1.0')
   t.equal(why.status, 200)
@@ -59,18 +27,9 @@ t.test('a quarantined version: the why route names the quarantine its message na
 })
 
 t.test('a version in no public document: the 404 says so, and does not call it private', async (t) => {
-  const ca = await makeTestCa()
-  t.teardown(() => ca.remove())
-  const upstream = await startMisbehavingUpstream({ tls: ca })
-  t.teardown(() => upstream.stop())
-  upstream.script('/lone-pkg', {
-    kind: 'respond',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'lone-pkg', 'dist-tags': { latest: '1.0.0' }, versions: { '1.0.0': { name: 'lone-pkg', version: '1.0.0', dist: { tarball: `${upstream.origin}/lone-pkg/-/lone-pkg-1.0.0.tgz` } } }, time: { '1.0.0': new Date(Date.now() - 30 * DAY).toISOString() } }),
-  })
-  const proxy = await startTestProxy(t, {
-    document: { mounts: { js: { upstreams: { public: { url: `${upstream.origin}/`, caFile: ca.caFile, allowInternalRanges: ['127.0.0.0/8'] } }, rules: [{ rule: 'AllowIfOlderThan', seconds: 86_400 }] } } },
-  })
+  const peer = await startHistoryUpstream(t)
+  peer.serve('lone-pkg', '1.0.0', { '1.0.0': peer.manifest('lone-pkg', '1.0.0') }, { '1.0.0': peer.at(30 * DAY) })
+  const proxy = await peer.proxy([{ rule: 'AllowIfOlderThan', seconds: 86_400 }])
   const unknown = await proxy.get('/js/-/why/lone-pkg/9.9.9')
   t.equal(unknown.status, 404)
   const error = (unknown.json() as { error: string }).error
