@@ -73,9 +73,9 @@ export interface SerializedError {
   readonly retryAfter: number | undefined
 }
 
-/** The in-process outcome, with the body as the ArrayBuffer that crosses the thread boundary (transferred). */
+/** The in-process outcome, with the body as the SharedArrayBuffer that crosses the thread boundary (shared, not copied). */
 export type PackumentTaskResult =
-  | ({ readonly ok: true; readonly body: ArrayBuffer | undefined } & Omit<PackumentOutcome, 'body'>)
+  | ({ readonly ok: true; readonly body: SharedArrayBuffer | undefined } & Omit<PackumentOutcome, 'body'>)
   | { readonly ok: false; readonly error: SerializedError }
 
 /** A value and the objects to transfer with it, in piscina's Transferable shape. */

@@ -37,8 +37,8 @@ export default async function packumentTask(task: PackumentTaskInput): Promise<M
     const basisBytes = basisOf(privateIndex, publicIndex)
     if (plan.withholding === undefined) await charge(task.port, responseChargeBytes(basisBytes, task.ecosystem), basisBytes)
     const outcome = renderPlan(plan, task.abbreviated, basisBytes, upstreamDerivedEtag(plan, task, privateIndex, publicIndex))
-    // render allocates the body as its own ArrayBuffer, so it moves without a copy.
-    const body = outcome.body?.buffer as ArrayBuffer | undefined
+    // render allocates the body as its own SharedArrayBuffer: it crosses without a copy (shared, so not in the transfer list).
+    const body = outcome.body?.buffer as SharedArrayBuffer | undefined
     const result: PackumentTaskResult = {
       ok: true,
       body,
@@ -53,7 +53,7 @@ export default async function packumentTask(task: PackumentTaskInput): Promise<M
       regateAt: outcome.regateAt,
       notice: outcome.notice,
     }
-    return move(new MovableMessage(result, body === undefined ? [] : [body]))
+    return move(new MovableMessage(result, []))
   } catch (error) {
     return move(new MovableMessage<PackumentTaskResult>({ ok: false, error: serialize(error) }, []))
   } finally {

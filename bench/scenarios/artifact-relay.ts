@@ -39,8 +39,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
 import { fetchBytes, measureServer, type LoadShape } from '../lib/baselines.js'
-import { defaultLoadTool, pooledPercentileMs, type LatencyHistogram } from '../lib/load.js'
+import { defaultLoadTool } from '../lib/load.js'
 import { loadWarnings, type MeasuredServer } from '../lib/load-rows.js'
+import { figuresOf, median, perRound, type RoundFigures } from '../lib/round-figures.js'
 import { isUnavailable, startNginx, type NginxServer } from '../lib/nginx.js'
 import { peakRssBytes, rssBytes, treeRssBytes } from '../lib/peak-rss.js'
 import { startRelay, type RelayProcess } from '../lib/relay-process.js'
@@ -104,29 +105,6 @@ async function slowClients(origin: string, path: string, pid: number, clients: n
   const last = await rssBytes(pid)
   if (last !== undefined && last > peak) peak = last
   return { before, peak, bytes }
-}
-
-/** A server's figures over its rounds: the median throughput, and the p99 of all its requests. */
-interface RoundFigures { readonly bytesPerSecond: number, readonly p99Ms: number }
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((x, y) => x - y)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid] as number : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
-}
-
-/**
- * The p99 is taken over the requests of every round pooled (wrk's histograms),
- * not as the median of each round's p99: one round's p99 rests on its few
- * slowest requests, and on a shared 2-core machine, where the load tool,
- * the relay and the origin take turns, it moved by up to 4x from round to
- * round for either server at 10 MiB x64. Without histograms (autocannon) it
- * is the median of the rounds' p99s.
- */
-function figuresOf(runs: readonly MeasuredServer[]): RoundFigures {
-  const histograms = runs.map((r) => r.load.latencyHistogram)
-  const pooled = histograms.every((h) => h !== undefined) ? pooledPercentileMs(histograms as LatencyHistogram[], 99) : undefined
-  return { bytesPerSecond: median(runs.map((r) => r.load.bytesPerSecond)), p99Ms: pooled ?? median(runs.map((r) => r.load.p99Ms)) }
 }
 
 function measurement(unit: string, better: 'higher' | 'lower', value: number): Measurement {
@@ -226,8 +204,8 @@ const scenario: Scenario = {
             measured[name] = typeof server === 'string' ? server : figuresOf(runs[name] ?? [])
           }
           if (rounds > 1) {
-            const spread = (name: string): string => (runs[name] ?? []).map((m) => (m.load.bytesPerSecond / MB).toFixed(0)).join('/')
-            const p99s = (name: string): string => (runs[name] ?? []).map((m) => m.load.p99Ms.toFixed(1)).join('/')
+            const spread = (name: string): string => perRound(runs[name] ?? [], (m) => m.load.bytesPerSecond / MB, 0)
+            const p99s = (name: string): string => perRound(runs[name] ?? [], (m) => m.load.p99Ms, 1)
             const medianP99 = (name: string): string => median((runs[name] ?? []).map((m) => m.load.p99Ms)).toFixed(1)
             notes.push(`${label} MB/s per round: proxy ${spread('proxy')}, nginx relay ${spread('nginx relay')}; p99 ms per round: proxy ${p99s('proxy')}, nginx relay ${p99s('nginx relay')} (their medians: proxy ${medianP99('proxy')}, nginx relay ${medianP99('nginx relay')})`)
           }

@@ -198,7 +198,8 @@ export class PackumentService {
     // The identity ETag names its body exactly (which versions were kept included), so it stands for the generation.
     const codedKey = assembledKey(ecosystem, request.packageName, `${form}+${coding}`, identity.etag)
     return cache.assembled.loadDerived(codedKey, async (signal) => {
-      // The copy handed to the pool thread is this request's to carry while it is coded.
+      // Coding is this request's to carry, charged as before the rendered body was shared (workers/compress-client.ts):
+      // the body's size again, for zlib's buffers and the coded bytes (or a copy of a body that is not shared).
       await request.admission.charge(identity.body.byteLength, { timeoutMs: REQUEST_TIMEOUT_MS, signal })
       const body = await inChildSpan('packument compress', { 'package.name': request.packageName, 'http.response.content_coding': coding }, () => compress(identity.body, coding, signal))
       return { body, etag: codedEtag(identity.etag, coding), coding, ...(identity.notice === undefined ? {} : { notice: identity.notice }) }

@@ -86,7 +86,11 @@ class OutputBuilder {
   json(value: string): void { this.text(JSON.stringify(value)) }
 
   finish(): Uint8Array {
-    const out = Buffer.allocUnsafeSlow(this.#length)
+    // Shared memory: the body crosses to the main thread, and for a coded
+    // answer on to another pool thread, which reads it in place; an
+    // ArrayBuffer would have to be copied on the main thread there (a fresh
+    // mapping under the launcher's mmap threshold, docs/memory.md).
+    const out = Buffer.from(new SharedArrayBuffer(this.#length))
     const ops = this.#ops
     const sources = this.#sources
     const arrays = this.#arrays
@@ -106,7 +110,7 @@ class OutputBuilder {
         k++
       }
     }
-    // A plain Uint8Array over the body's own ArrayBuffer, so it moves between threads whole.
+    // A plain Uint8Array over the whole shared buffer, so it crosses threads without a copy.
     return new Uint8Array(out.buffer, out.byteOffset, out.byteLength)
   }
 }

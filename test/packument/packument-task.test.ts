@@ -3,6 +3,8 @@ import { Piscina } from 'piscina'
 import { isServiceError, ServiceError } from '../../engine/errors.js'
 import { runPackumentPipeline } from '../../engine/packument/pipeline.js'
 import { runPackumentTask, type PackumentJob } from '../../workers/packument-client.js'
+import { runCompressTask } from '../../workers/compress-client.js'
+import { gunzipSync } from 'node:zlib'
 import { admitWhen, chunked, packument, readPackument, utf8 } from './helpers.js'
 
 const gate = (options: unknown) => ({ module: new URL('./fixtures/gate-deny-list.ts', import.meta.url).href, options })
@@ -50,6 +52,14 @@ t.test('a worker renders what the in-process pipeline renders, and the chunks mo
   )
   t.same(Buffer.from(outcome.body!), Buffer.from(local.body!), 'the same bytes')
   t.equal(outcome.etag, local.etag)
+  t.ok(outcome.body!.buffer instanceof SharedArrayBuffer && outcome.body!.byteLength === outcome.body!.buffer.byteLength, 'the body is all of a shared buffer: it crossed without a copy')
+  // Coded in another task, read in place: the shared body is neither copied nor detached.
+  const coded = await runCompressTask(pool, outcome.body!, 'gzip')
+  t.same(gunzipSync(coded), Buffer.from(local.body!), 'the coded answer decodes to the body')
+  t.equal(outcome.body!.byteLength, local.body!.byteLength, 'the retained body is intact after coding')
+  const inside = new Uint8Array(outcome.body!.buffer, 5, 100)
+  t.same(gunzipSync(await runCompressTask(pool, inside, 'gzip')), Buffer.from(inside), 'a view inside a shared buffer codes only its own bytes')
+  t.same(gunzipSync(await runCompressTask(pool, Buffer.from('not shared'), 'gzip')).toString(), 'not shared', 'a body that is not shared is copied, as before')
   t.same(outcome.counts, local.counts)
   t.equal(outcome.selected.length, local.selected.length)
   t.same(charges, [[bytes.length * 2, bytes.length]], 'one charge of 2.0 bytes per basis byte, before rendering')

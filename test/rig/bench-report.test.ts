@@ -4,6 +4,7 @@ import { loadRows, loadWarnings, type MeasuredServer } from '../../bench/lib/loa
 import { pooledPercentileMs, type LatencyHistogram } from '../../bench/lib/load.js'
 import { peakRssBytes, processTree, treePeakRssBytes } from '../../bench/lib/peak-rss.js'
 import { formatScenario } from '../../bench/lib/report.js'
+import { figuresOf, perRound } from '../../bench/lib/round-figures.js'
 import { ChildPeer } from '../../bench/peers/child-peer.js'
 
 const measured = (rps: number, mbps: number, p99: number, rss: number | undefined): MeasuredServer => ({
@@ -63,4 +64,22 @@ t.test('a pooled percentile ranks the requests of every run together, by wrk\'s 
   // Rank round(0.97 * 50 + 0.5) = 49: the last request before the stall.
   t.equal(pooledPercentileMs([stall], 97), 20)
   t.ok(Number.isNaN(pooledPercentileMs([[]], 99)), 'no requests, no percentile')
+})
+
+t.test('rounds sum up as the median throughput and the p99 of every request pooled', async (t) => {
+  const round = (rps: number, p99: number, histogram?: LatencyHistogram): MeasuredServer => {
+    const m = measured(rps, rps / 10, p99, undefined)
+    return histogram === undefined ? m : { ...m, load: { ...m.load, latencyHistogram: histogram } }
+  }
+  // Three rounds of 100 requests, the second with three stalls of 950 ms.
+  const runs = [round(300, 5, [[4_000, 100]]), round(100, 950, [[6_000, 97], [950_000, 3]]), round(200, 4, [[4_000, 100]])]
+  const figures = figuresOf(runs)
+  t.equal(figures.requestsPerSecond, 200, 'the median round, not the mean')
+  t.equal(figures.bytesPerSecond, 20e6)
+  // Rank round(0.99 * 300 + 0.5) = 298 of 300: inside the three 950 ms requests.
+  t.equal(figures.p99Ms, 950)
+  const calmer = figuresOf([round(300, 5, [[4_000, 100]]), round(100, 950, [[6_000, 99], [950_000, 1]]), round(200, 4, [[4_000, 100]])])
+  t.equal(calmer.p99Ms, 6, 'one stall in 300 requests is past the rank')
+  t.equal(figuresOf([round(1, 5), round(1, 9), round(1, 7), round(1, 8)]).p99Ms, 7.5, 'without histograms, the median of the rounds\' p99s')
+  t.equal(perRound(runs, (m) => m.load.requestsPerSecond, 0), '300/100/200')
 })
