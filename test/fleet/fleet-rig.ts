@@ -5,8 +5,8 @@
  * teardown), one local-aws-sqs queue with a redrive policy to its
  * dead-letter queue (bench/peers/sqs.ts), Verdaccio as private registry and
  * mirror target (bench/peers/verdaccio.ts), and a scripted public upstream
- * over https with the test CA whose packuments and tarballs are made from
- * the package name on demand (any `fleet-*` name exists, version 1.0.0).
+ * over https with the test CA (bench/peers/scripted-public-upstream.ts: any
+ * `fleet-*` name exists, version 1.0.0, its tarball made from the name).
  *
  * Two fault relays (test/peers/fault-relay.ts) stand where a scenario
  * breaks something: one between the proxies and SQS (the workers reach SQS
@@ -17,10 +17,7 @@
  * Proxies export their metrics over Prometheus on a port of their own, so a
  * test reads `service.mirror.enqueue{outcome}` from each.
  */
-import { createHash } from 'node:crypto'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer as createHttpsServer, type Server } from 'node:https'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs'
@@ -28,7 +25,8 @@ import type { Test } from 'tap'
 import { Client, request } from 'undici'
 import YAML from 'yaml'
 import { startSqs, type SqsPeer } from '../../bench/peers/sqs.js'
-import { makeTestCa, type TestCa } from '../../bench/peers/tls.js'
+import { artifactBytes, ScriptedPublicUpstream, tarballPath, VERSION } from '../../bench/peers/scripted-public-upstream.js'
+import { makeTestCa } from '../../bench/peers/tls.js'
 import { startVerdaccio, type VerdaccioPeer } from '../../bench/peers/verdaccio.js'
 import { MIRROR_JOB_MIRRORED } from '../../engine/mirror/mirror-worker.js'
 import { MIRROR_LISTENING } from '../../server/roles/mirror.js'
@@ -36,88 +34,11 @@ import { freePort } from '../helpers/ports.js'
 import { runService, type ServiceRun } from '../helpers/service-process.js'
 import { FaultRelay } from '../peers/fault-relay.js'
 
-export const VERSION = '1.0.0'
 /** Boots of five services at once on the shared 2-core machine, loaded by others. */
 export const BOOT_TIMEOUT_MS = 150_000
 const ACCOUNT_ID = '123456789012'
 
-/** The bytes of `name`'s only tarball: 2 KiB derived from the name, so every artifact differs. */
-export function artifactBytes(name: string): Buffer {
-  const out = Buffer.alloc(2048)
-  let block = createHash('sha256').update(name).digest()
-  for (let i = 0; i < out.length; i += block.length) {
-    block.copy(out, i)
-    block = createHash('sha256').update(block).digest()
-  }
-  return out
-}
-
-export function tarballPath(name: string): string {
-  return `/${name}/-/${name}-${VERSION}.tgz`
-}
-
-/** The public registry: any `fleet-*` package, one version; counts packument reads and tarball downloads per name. */
-export class PublicUpstream {
-  readonly packumentReads = new Map<string, number>()
-  readonly tarballReads = new Map<string, number>()
-  readonly #server: Server
-  #origin = ''
-
-  private constructor(ca: TestCa) {
-    this.#server = createHttpsServer({ key: ca.keyPem, cert: ca.certPem }, (req, res) => {
-      const path = (req.url ?? '/').split('?')[0] ?? '/'
-      const tarball = /^\/(fleet-[a-z0-9-]+)\/-\/\1-1\.0\.0\.tgz$/.exec(path)
-      const packument = /^\/(fleet-[a-z0-9-]+)$/.exec(path)
-      if (tarball !== null) {
-        const name = tarball[1] as string
-        this.tarballReads.set(name, (this.tarballReads.get(name) ?? 0) + 1)
-        const bytes = artifactBytes(name)
-        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': bytes.length })
-        res.end(bytes)
-        return
-      }
-      if (packument !== null) {
-        const name = packument[1] as string
-        this.packumentReads.set(name, (this.packumentReads.get(name) ?? 0) + 1)
-        const bytes = artifactBytes(name)
-        const body = JSON.stringify({
-          name,
-          'dist-tags': { latest: VERSION },
-          versions: {
-            [VERSION]: {
-              name, version: VERSION, license: 'MIT', description: `fleet fixture ${name}`,
-              dist: {
-                tarball: `${this.#origin}${tarballPath(name)}`,
-                integrity: `sha512-${createHash('sha512').update(bytes).digest('base64')}`,
-                shasum: createHash('sha1').update(bytes).digest('hex'),
-              },
-            },
-          },
-          time: { created: '2020-01-01T00:00:00.000Z', modified: '2020-01-01T00:00:00.000Z', [VERSION]: '2020-01-01T00:00:00.000Z' },
-        })
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
-        res.end(body)
-        return
-      }
-      res.writeHead(404, { 'content-length': 0 })
-      res.end()
-    })
-  }
-
-  static async start(ca: TestCa): Promise<PublicUpstream> {
-    const upstream = new PublicUpstream(ca)
-    await new Promise<void>((resolve) => upstream.#server.listen(0, '127.0.0.1', resolve))
-    upstream.#origin = `https://127.0.0.1:${(upstream.#server.address() as AddressInfo).port}`
-    return upstream
-  }
-
-  get url(): string { return `${this.#origin}/` }
-
-  stop(): Promise<void> {
-    this.#server.closeAllConnections()
-    return new Promise((resolve) => this.#server.close(() => resolve()))
-  }
-}
+export { tarballPath }
 
 export interface FleetProxy {
   readonly index: number
@@ -148,7 +69,7 @@ export interface Fleet {
   readonly target: VerdaccioPeer
   /** Between the workers and the mirror target. */
   readonly targetRelay: FaultRelay
-  readonly upstream: PublicUpstream
+  readonly upstream: ScriptedPublicUpstream
   readonly proxies: FleetProxy[]
   readonly workers: ServiceRun[]
   /** SIGKILL of proxy `i` (its process group); resolves once it is gone. */
@@ -183,7 +104,7 @@ export async function startFleet(t: Test, options: FleetOptions): Promise<Fleet>
   const [sqs, target, ca] = await Promise.all([startSqs({ maxReceiveCount: options.maxReceiveCount }), startVerdaccio({ role: 'private' }), makeTestCa()])
   t.teardown(() => Promise.all([sqs.stop(), target.stop(), ca.remove()]))
   const token = await target.publisherToken()
-  const upstream = await PublicUpstream.start(ca)
+  const upstream = await ScriptedPublicUpstream.start(ca, { prefix: 'fleet' })
   t.teardown(() => upstream.stop())
   const sqsRelay = await FaultRelay.start({ peer: sqs.endpoint })
   t.teardown(() => sqsRelay.stop())
