@@ -15,7 +15,9 @@
  * the mirror target refuses). Each counts the requests it relays.
  *
  * Proxies export their metrics over Prometheus on a port of their own, so a
- * test reads `service.mirror.enqueue{outcome}` from each.
+ * test reads `service.mirror.enqueue{outcome}` from each. With
+ * `sharedCache` the proxies run on `cache.backend: redis` (a redis-server
+ * of the fleet's own), as a tier sharing one recent-enqueue memory does.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -28,11 +30,13 @@ import { startSqs, type SqsPeer } from '../../bench/peers/sqs.js'
 import { artifactBytes, ScriptedPublicUpstream, tarballPath, VERSION } from '../../bench/peers/scripted-public-upstream.js'
 import { makeTestCa } from '../../bench/peers/tls.js'
 import { startVerdaccio, type VerdaccioPeer } from '../../bench/peers/verdaccio.js'
+import { MIRROR_ENQUEUE_MEMORY_FAILED } from '../../engine/mirror/enqueue-buffer.js'
 import { MIRROR_JOB_MIRRORED } from '../../engine/mirror/mirror-worker.js'
 import { MIRROR_LISTENING } from '../../server/roles/mirror.js'
 import { freePort } from '../helpers/ports.js'
 import { runService, type ServiceRun } from '../helpers/service-process.js'
 import { FaultRelay } from '../peers/fault-relay.js'
+import { startRedis, type RedisPeer } from '../peers/redis.js'
 
 /** Boots of five services at once on the shared 2-core machine, loaded by others. */
 export const BOOT_TIMEOUT_MS = 150_000
@@ -59,6 +63,12 @@ export interface FleetOptions {
   readonly mirrorTargetSlowMs?: number
   /** The proxies' `server.drainDelaySeconds` (lame-duck period); default 0, as test/helpers/service-process.ts sets it. */
   readonly drainDelaySeconds?: number
+  /**
+   * The proxies on `cache.backend: redis` (one real redis-server, test/peers/redis.ts):
+   * one recent-enqueue memory for the tier, so one job per artifact across
+   * every proxy (docs/mirror.md). Default: each proxy's own memory.
+   */
+  readonly sharedCache?: boolean
 }
 
 export interface Fleet {
@@ -70,6 +80,8 @@ export interface Fleet {
   /** Between the workers and the mirror target. */
   readonly targetRelay: FaultRelay
   readonly upstream: ScriptedPublicUpstream
+  /** The proxies' shared backend, when `sharedCache` asked for one. */
+  readonly redis: RedisPeer | undefined
   readonly proxies: FleetProxy[]
   readonly workers: ServiceRun[]
   /** SIGKILL of proxy `i` (its process group); resolves once it is gone. */
@@ -82,6 +94,8 @@ export interface Fleet {
   heldByTarget(name: string): Promise<boolean>
   /** The proxy's `service.mirror.enqueue` counters by outcome, from its Prometheus listener. */
   enqueueCounts(i: number): Promise<Record<string, number>>
+  /** Claims proxy `i`'s recent-enqueue memory could not answer (jobs let through), from its debug log; with `sharedCache` only. */
+  memoryFailures(i: number): number
   /** The jobs proxy `i`'s enqueue buffer holds (`service.mirror.enqueue.backlog`). */
   enqueueBacklog(i: number): Promise<number>
   /** Messages visible, in flight, on the work queue and on the dead-letter queue. */
@@ -111,6 +125,12 @@ export async function startFleet(t: Test, options: FleetOptions): Promise<Fleet>
   const targetRelay = await FaultRelay.start({ peer: target.origin, rewrite: true })
   t.teardown(() => targetRelay.stop())
   const sqsClient = sqs.client()
+  const redis = options.sharedCache === true ? await startRedis(t) : undefined
+  // A claim bound of a second, not the default 100 ms: on the loaded 2-core test machine a claim
+  // past its bound lets the job through (a duplicate, docs/mirror.md), which the tier-wide figure would count.
+  const cache = redis === undefined ? {} : { cache: { backend: 'redis', url: redis.url, timeoutMs: 1_000 } }
+  // At debug the proxies log each claim the memory could not answer (MIRROR_ENQUEUE_MEMORY_FAILED), which a test counts.
+  const observability = { telemetry: 'on', ...(redis === undefined ? {} : { logLevel: 'debug' }) }
 
   const dir = await mkdtemp(join(tmpdir(), 'fleet-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -125,7 +145,8 @@ export async function startFleet(t: Test, options: FleetOptions): Promise<Fleet>
     await writeFile(configFile, YAML.stringify({
       server: { host: '127.0.0.1', port, baseUrl: `http://127.0.0.1:${port}` },
       runtime: { cores: 1 },
-      observability: { telemetry: 'on' },
+      observability,
+      ...cache,
       mounts: { js: { upstreams: { private: { url: target.url }, public: publicLeg }, mirror: { target: target.url, token }, rules } },
       queue: {
         kind: 'sqs', url: `${sqsRelay.origin}/${ACCOUNT_ID}/${sqs.queueName}`, region: sqs.region, endpoint: sqsRelay.origin,
@@ -162,7 +183,7 @@ export async function startFleet(t: Test, options: FleetOptions): Promise<Fleet>
   t.teardown(() => targetClient.destroy())
 
   return {
-    sqs, sqsClient, sqsRelay, target, targetRelay, upstream, proxies, workers,
+    sqs, sqsClient, sqsRelay, target, targetRelay, upstream, redis, proxies, workers,
     async killProxy(i) {
       const proxy = proxies[i] as FleetProxy
       const pid = proxy.run.child.pid
@@ -200,6 +221,9 @@ export async function startFleet(t: Test, options: FleetOptions): Promise<Fleet>
         out[match[1] as string] = (out[match[1] as string] ?? 0) + Number(match[2])
       }
       return out
+    },
+    memoryFailures(i) {
+      return (proxies[i] as FleetProxy).run.stdout().split('\n').filter((line) => line.includes(MIRROR_ENQUEUE_MEMORY_FAILED)).length
     },
     async enqueueBacklog(i) {
       const proxy = proxies[i] as FleetProxy
