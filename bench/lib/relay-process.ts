@@ -2,7 +2,7 @@
  * The artifact relay in a process of its own (bench/runners/artifact-relay-server.ts),
  * its private leg pointing at `upstream`, so a bench's load does not share
  * its thread; `profileDir` runs it under `--cpu-prof`. Used by the
- * artifact-relay and mirror-enqueue scenarios.
+ * artifact-relay scenario.
  */
 import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'

@@ -53,6 +53,8 @@ export const MIRROR_JOBS_LOST = 'mirror jobs lost'
 export const MIRROR_QUEUE_REFUSING = 'mirror queue refuses jobs; holding them and retrying'
 /** info: a send succeeded after a refusal episode. */
 export const MIRROR_QUEUE_ACCEPTING = 'mirror queue accepts jobs again'
+/** debug: the recent-enqueue memory did not answer (a shared backend down or past `cache.timeoutMs`); the job goes through, a duplicate at worst. */
+export const MIRROR_ENQUEUE_MEMORY_FAILED = 'mirror enqueue memory failed; the job goes through'
 
 /** Bookkeeping charged per held job beside twice its body: the held record, its key (64 characters) and the job fields logged. */
 export const JOB_OVERHEAD_BYTES = 1024
@@ -237,7 +239,7 @@ export class EnqueueBuffer {
     try {
       return await this.#memory!.claim(key, this.#memoryTtlMs)
     } catch (error) {
-      this.#logger.debug('mirror enqueue memory failed; the job goes through', { error: String((error as Error)?.message ?? error) })
+      this.#logger.debug(MIRROR_ENQUEUE_MEMORY_FAILED, { error: String((error as Error)?.message ?? error) })
       return true
     }
   }

@@ -83,6 +83,8 @@ t.test('the mirror fleet under kill -9', { timeout: 400_000 }, async (t) => {
     t.ok(kills.every((k) => done.some((d) => d.proxy === k.proxy && d.at < k.at - 1_000)), 'each killed proxy had served downloads more than 1 s before its kill')
 
     const requiredNames = [...new Set(required.map((d) => d.name))]
+    // Printed before the wait for the workers, so a run the loaded machine cuts short still says how far it got.
+    t.comment(`scenario 1: kills restarted and listening after ${boots.join(', ')}; ${done.length} downloads in ${loadSeconds.toFixed(1)} s, ${requiredNames.length} artifacts required at the target`)
     const mirrorStarted = Date.now()
     // Until every one is mirrored, or the queue and every proxy's buffer are empty (what is missing then is lost, not late).
     let drained = 0
@@ -95,7 +97,6 @@ t.test('the mirror fleet under kill -9', { timeout: 400_000 }, async (t) => {
     }, 'every required artifact is mirrored or the queue is empty', 240_000).catch(() => undefined)
     const depths = await fleet.queueDepths()
     const missing = await missingAtTarget(fleet, requiredNames)
-    t.comment(`scenario 1: kills restarted and listening after ${boots.join(', ')}`)
     t.comment(`scenario 1: ${done.length} downloads in ${loadSeconds.toFixed(1)} s (${failed} refused by a killed proxy, retried on the next), `
       + `${required.length} finished > 1 s before a kill of their proxy, ${excluded} within 1 s (not counted); `
       + `${requiredNames.length - missing.length} of them at the target ${((Date.now() - mirrorStarted) / 1000).toFixed(1)} s after the load; missing: ${missing.length}, queue then ${JSON.stringify(depths)}`)

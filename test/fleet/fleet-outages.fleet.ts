@@ -3,13 +3,17 @@
  * on. The fleet is test/fleet/fleet-rig.ts (3 proxies, 2 `service mirror`
  * workers, local-aws-sqs with a redrive policy, Verdaccio as target, a
  * scripted https public upstream), with fault relays before the mirror
- * target (workers) and before SQS (proxies).
+ * target (workers) and before SQS (proxies). The proxies run on
+ * `cache.backend: redis` (a real redis-server): one recent-enqueue memory
+ * for the tier (docs/mirror.md, "One job per artifact").
  *
  * 2. The mirror target answering 503 to everything for 30 s while 30
- *    artifacts are downloaded again and again on all 3 proxies: each proxy
- *    sends at most one job per artifact (`service.mirror.enqueue{outcome=sent}`
- *    from its Prometheus listener), and all 30 are at the target within
- *    2 minutes of its return.
+ *    artifacts are downloaded again and again on all 3 proxies: the tier
+ *    sends at most one job per artifact in all, the three proxies'
+ *    `service.mirror.enqueue{outcome=sent}` (from their Prometheus
+ *    listeners) summed (plus one for each claim the server did not answer
+ *    within `cache.timeoutMs`, which the proxies log at debug and let
+ *    through), and all 30 are at the target within 2 minutes of its return.
  * 3. SQS refusing every call from the proxies (503) for 60 s while 90
  *    distinct artifacts are downloaded, 30 on each proxy: each proxy holds
  *    their jobs (a 64 KiB `queue.enqueueBufferBytes`, so 30 jobs are past
@@ -30,9 +34,9 @@ import { download, missingAtTarget, sleep, startFleet } from './fleet-rig.js'
 const BUFFER_BYTES = 65_536
 
 t.test('the mirror fleet through outages', { timeout: 400_000 }, async (t) => {
-  const fleet = await startFleet(t, { maxReceiveCount: 3, mirrorConcurrency: 4, enqueueBufferBytes: BUFFER_BYTES })
+  const fleet = await startFleet(t, { maxReceiveCount: 3, mirrorConcurrency: 4, enqueueBufferBytes: BUFFER_BYTES, sharedCache: true })
 
-  await t.test('2. the target down for 30 s: one job per artifact per proxy, all 30 mirrored within 2 minutes of its return', async (t) => {
+  await t.test('2. the target down for 30 s: one job per artifact for the whole tier, all 30 mirrored within 2 minutes of its return', async (t) => {
     const names = Array.from({ length: 30 }, (_, i) => `fleet-outage-${i}`)
     const before = await Promise.all([0, 1, 2].map((i) => fleet.enqueueCounts(i)))
     fleet.targetRelay.fault({}, { kind: 'status', status: 503 })
@@ -58,7 +62,13 @@ t.test('the mirror fleet through outages', { timeout: 400_000 }, async (t) => {
     const after = await Promise.all([0, 1, 2].map((i) => fleet.enqueueCounts(i)))
     const sent = after.map((a, i) => (a['sent'] ?? 0) - (before[i]?.['sent'] ?? 0))
     const recent = after.map((a, i) => (a['recent'] ?? 0) - (before[i]?.['recent'] ?? 0))
-    for (const [i, n] of sent.entries()) t.ok(n <= names.length, `proxy ${i} sent ${n} jobs for ${names.length} artifacts (${recent[i]} downloads found theirs pending)`)
+    const tierSent = sent.reduce((a, b) => a + b, 0)
+    // A claim the server did not answer within cache.timeoutMs lets its job through (a duplicate,
+    // never a loss: docs/mirror.md); each is logged, so the tier's bound is 30 plus those.
+    const letThrough = [0, 1, 2].map((i) => fleet.memoryFailures(i))
+    const unanswered = letThrough.reduce((a, b) => a + b, 0)
+    t.comment(`scenario 2: claims the shared memory could not answer (jobs let through) per proxy: ${letThrough.join('/')}`)
+    t.ok(tierSent <= names.length + unanswered, `the tier sent ${tierSent} jobs for ${names.length} artifacts, ${unanswered} let through unanswered (per proxy ${sent.join('/')}; ${recent.join('/')} downloads found theirs pending)`)
     const publicReads = names.reduce((sum, name) => sum + (fleet.upstream.packumentReads.get(name) ?? 0), 0)
 
     await waitFor(async () => (await missingAtTarget(fleet, names)).length === 0, 'all 30 are at the target', 120_000)
@@ -66,7 +76,7 @@ t.test('the mirror fleet through outages', { timeout: 400_000 }, async (t) => {
     const mirroredAfter = (Date.now() - returned) / 1000
     const missing = await missingAtTarget(fleet, names)
     t.comment(`scenario 2: ${downloads} downloads during the 30 s outage, jobs sent per proxy ${sent.join('/')} for 30 artifacts `
-      + `(at most ${Math.max(...sent) / names.length} per artifact per proxy), ${publicReads} public packument reads, `
+      + `(${tierSent} in all: ${tierSent / names.length} per artifact for the tier), ${publicReads} public packument reads, `
       + `all at the target ${mirroredAfter.toFixed(1)} s after its return; missing: ${missing.length}`)
     t.same(missing, [], 'all 30 mirrored within 2 minutes of the target\'s return')
   })

@@ -5,8 +5,8 @@
  * teardown), one local-aws-sqs queue with a redrive policy to its
  * dead-letter queue (bench/peers/sqs.ts), Verdaccio as private registry and
  * mirror target (bench/peers/verdaccio.ts), and a scripted public upstream
- * over https with the test CA whose packuments and tarballs are made from
- * the package name on demand (any `fleet-*` name exists, version 1.0.0).
+ * over https with the test CA (bench/peers/scripted-public-upstream.ts: any
+ * `fleet-*` name exists, version 1.0.0, its tarball made from the name).
  *
  * Two fault relays (test/peers/fault-relay.ts) stand where a scenario
  * breaks something: one between the proxies and SQS (the workers reach SQS
@@ -15,12 +15,11 @@
  * the mirror target refuses). Each counts the requests it relays.
  *
  * Proxies export their metrics over Prometheus on a port of their own, so a
- * test reads `service.mirror.enqueue{outcome}` from each.
+ * test reads `service.mirror.enqueue{outcome}` from each. With
+ * `sharedCache` the proxies run on `cache.backend: redis` (a redis-server
+ * of the fleet's own), as a tier sharing one recent-enqueue memory does.
  */
-import { createHash } from 'node:crypto'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer as createHttpsServer, type Server } from 'node:https'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs'
@@ -28,96 +27,22 @@ import type { Test } from 'tap'
 import { Client, request } from 'undici'
 import YAML from 'yaml'
 import { startSqs, type SqsPeer } from '../../bench/peers/sqs.js'
-import { makeTestCa, type TestCa } from '../../bench/peers/tls.js'
+import { artifactBytes, ScriptedPublicUpstream, tarballPath, VERSION } from '../../bench/peers/scripted-public-upstream.js'
+import { makeTestCa } from '../../bench/peers/tls.js'
 import { startVerdaccio, type VerdaccioPeer } from '../../bench/peers/verdaccio.js'
+import { MIRROR_ENQUEUE_MEMORY_FAILED } from '../../engine/mirror/enqueue-buffer.js'
 import { MIRROR_JOB_MIRRORED } from '../../engine/mirror/mirror-worker.js'
 import { MIRROR_LISTENING } from '../../server/roles/mirror.js'
 import { freePort } from '../helpers/ports.js'
 import { runService, type ServiceRun } from '../helpers/service-process.js'
 import { FaultRelay } from '../peers/fault-relay.js'
+import { startRedis, type RedisPeer } from '../peers/redis.js'
 
-export const VERSION = '1.0.0'
 /** Boots of five services at once on the shared 2-core machine, loaded by others. */
 export const BOOT_TIMEOUT_MS = 150_000
 const ACCOUNT_ID = '123456789012'
 
-/** The bytes of `name`'s only tarball: 2 KiB derived from the name, so every artifact differs. */
-export function artifactBytes(name: string): Buffer {
-  const out = Buffer.alloc(2048)
-  let block = createHash('sha256').update(name).digest()
-  for (let i = 0; i < out.length; i += block.length) {
-    block.copy(out, i)
-    block = createHash('sha256').update(block).digest()
-  }
-  return out
-}
-
-export function tarballPath(name: string): string {
-  return `/${name}/-/${name}-${VERSION}.tgz`
-}
-
-/** The public registry: any `fleet-*` package, one version; counts packument reads and tarball downloads per name. */
-export class PublicUpstream {
-  readonly packumentReads = new Map<string, number>()
-  readonly tarballReads = new Map<string, number>()
-  readonly #server: Server
-  #origin = ''
-
-  private constructor(ca: TestCa) {
-    this.#server = createHttpsServer({ key: ca.keyPem, cert: ca.certPem }, (req, res) => {
-      const path = (req.url ?? '/').split('?')[0] ?? '/'
-      const tarball = /^\/(fleet-[a-z0-9-]+)\/-\/\1-1\.0\.0\.tgz$/.exec(path)
-      const packument = /^\/(fleet-[a-z0-9-]+)$/.exec(path)
-      if (tarball !== null) {
-        const name = tarball[1] as string
-        this.tarballReads.set(name, (this.tarballReads.get(name) ?? 0) + 1)
-        const bytes = artifactBytes(name)
-        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': bytes.length })
-        res.end(bytes)
-        return
-      }
-      if (packument !== null) {
-        const name = packument[1] as string
-        this.packumentReads.set(name, (this.packumentReads.get(name) ?? 0) + 1)
-        const bytes = artifactBytes(name)
-        const body = JSON.stringify({
-          name,
-          'dist-tags': { latest: VERSION },
-          versions: {
-            [VERSION]: {
-              name, version: VERSION, license: 'MIT', description: `fleet fixture ${name}`,
-              dist: {
-                tarball: `${this.#origin}${tarballPath(name)}`,
-                integrity: `sha512-${createHash('sha512').update(bytes).digest('base64')}`,
-                shasum: createHash('sha1').update(bytes).digest('hex'),
-              },
-            },
-          },
-          time: { created: '2020-01-01T00:00:00.000Z', modified: '2020-01-01T00:00:00.000Z', [VERSION]: '2020-01-01T00:00:00.000Z' },
-        })
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
-        res.end(body)
-        return
-      }
-      res.writeHead(404, { 'content-length': 0 })
-      res.end()
-    })
-  }
-
-  static async start(ca: TestCa): Promise<PublicUpstream> {
-    const upstream = new PublicUpstream(ca)
-    await new Promise<void>((resolve) => upstream.#server.listen(0, '127.0.0.1', resolve))
-    upstream.#origin = `https://127.0.0.1:${(upstream.#server.address() as AddressInfo).port}`
-    return upstream
-  }
-
-  get url(): string { return `${this.#origin}/` }
-
-  stop(): Promise<void> {
-    this.#server.closeAllConnections()
-    return new Promise((resolve) => this.#server.close(() => resolve()))
-  }
-}
+export { tarballPath }
 
 export interface FleetProxy {
   readonly index: number
@@ -138,6 +63,12 @@ export interface FleetOptions {
   readonly mirrorTargetSlowMs?: number
   /** The proxies' `server.drainDelaySeconds` (lame-duck period); default 0, as test/helpers/service-process.ts sets it. */
   readonly drainDelaySeconds?: number
+  /**
+   * The proxies on `cache.backend: redis` (one real redis-server, test/peers/redis.ts):
+   * one recent-enqueue memory for the tier, so one job per artifact across
+   * every proxy (docs/mirror.md). Default: each proxy's own memory.
+   */
+  readonly sharedCache?: boolean
 }
 
 export interface Fleet {
@@ -148,7 +79,9 @@ export interface Fleet {
   readonly target: VerdaccioPeer
   /** Between the workers and the mirror target. */
   readonly targetRelay: FaultRelay
-  readonly upstream: PublicUpstream
+  readonly upstream: ScriptedPublicUpstream
+  /** The proxies' shared backend, when `sharedCache` asked for one. */
+  readonly redis: RedisPeer | undefined
   readonly proxies: FleetProxy[]
   readonly workers: ServiceRun[]
   /** SIGKILL of proxy `i` (its process group); resolves once it is gone. */
@@ -161,6 +94,8 @@ export interface Fleet {
   heldByTarget(name: string): Promise<boolean>
   /** The proxy's `service.mirror.enqueue` counters by outcome, from its Prometheus listener. */
   enqueueCounts(i: number): Promise<Record<string, number>>
+  /** Claims proxy `i`'s recent-enqueue memory could not answer (jobs let through), from its debug log; with `sharedCache` only. */
+  memoryFailures(i: number): number
   /** The jobs proxy `i`'s enqueue buffer holds (`service.mirror.enqueue.backlog`). */
   enqueueBacklog(i: number): Promise<number>
   /** Messages visible, in flight, on the work queue and on the dead-letter queue. */
@@ -183,13 +118,19 @@ export async function startFleet(t: Test, options: FleetOptions): Promise<Fleet>
   const [sqs, target, ca] = await Promise.all([startSqs({ maxReceiveCount: options.maxReceiveCount }), startVerdaccio({ role: 'private' }), makeTestCa()])
   t.teardown(() => Promise.all([sqs.stop(), target.stop(), ca.remove()]))
   const token = await target.publisherToken()
-  const upstream = await PublicUpstream.start(ca)
+  const upstream = await ScriptedPublicUpstream.start(ca, { prefix: 'fleet' })
   t.teardown(() => upstream.stop())
   const sqsRelay = await FaultRelay.start({ peer: sqs.endpoint })
   t.teardown(() => sqsRelay.stop())
   const targetRelay = await FaultRelay.start({ peer: target.origin, rewrite: true })
   t.teardown(() => targetRelay.stop())
   const sqsClient = sqs.client()
+  const redis = options.sharedCache === true ? await startRedis(t) : undefined
+  // A claim bound of a second, not the default 100 ms: on the loaded 2-core test machine a claim
+  // past its bound lets the job through (a duplicate, docs/mirror.md), which the tier-wide figure would count.
+  const cache = redis === undefined ? {} : { cache: { backend: 'redis', url: redis.url, timeoutMs: 1_000 } }
+  // At debug the proxies log each claim the memory could not answer (MIRROR_ENQUEUE_MEMORY_FAILED), which a test counts.
+  const observability = { telemetry: 'on', ...(redis === undefined ? {} : { logLevel: 'debug' }) }
 
   const dir = await mkdtemp(join(tmpdir(), 'fleet-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -204,7 +145,8 @@ export async function startFleet(t: Test, options: FleetOptions): Promise<Fleet>
     await writeFile(configFile, YAML.stringify({
       server: { host: '127.0.0.1', port, baseUrl: `http://127.0.0.1:${port}` },
       runtime: { cores: 1 },
-      observability: { telemetry: 'on' },
+      observability,
+      ...cache,
       mounts: { js: { upstreams: { private: { url: target.url }, public: publicLeg }, mirror: { target: target.url, token }, rules } },
       queue: {
         kind: 'sqs', url: `${sqsRelay.origin}/${ACCOUNT_ID}/${sqs.queueName}`, region: sqs.region, endpoint: sqsRelay.origin,
@@ -241,7 +183,7 @@ export async function startFleet(t: Test, options: FleetOptions): Promise<Fleet>
   t.teardown(() => targetClient.destroy())
 
   return {
-    sqs, sqsClient, sqsRelay, target, targetRelay, upstream, proxies, workers,
+    sqs, sqsClient, sqsRelay, target, targetRelay, upstream, redis, proxies, workers,
     async killProxy(i) {
       const proxy = proxies[i] as FleetProxy
       const pid = proxy.run.child.pid
@@ -279,6 +221,9 @@ export async function startFleet(t: Test, options: FleetOptions): Promise<Fleet>
         out[match[1] as string] = (out[match[1] as string] ?? 0) + Number(match[2])
       }
       return out
+    },
+    memoryFailures(i) {
+      return (proxies[i] as FleetProxy).run.stdout().split('\n').filter((line) => line.includes(MIRROR_ENQUEUE_MEMORY_FAILED)).length
     },
     async enqueueBacklog(i) {
       const proxy = proxies[i] as FleetProxy

@@ -10,27 +10,15 @@ import t from 'tap'
 import { ServiceError } from '../../engine/errors.js'
 import { EnqueueBuffer, JOB_OVERHEAD_BYTES, MIRROR_JOBS_LOST, MIRROR_QUEUE_ACCEPTING, MIRROR_QUEUE_REFUSING } from '../../engine/mirror/enqueue-buffer.js'
 import { LocalEnqueueMemory, type EnqueueMemory } from '../../engine/mirror/enqueue-memory.js'
-import { encodeMirrorJob, type MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { encodeMirrorJob } from '../../engine/mirror/mirror-job.js'
 import { QueueFailureReason, type SendBatchEntry, type SendBatchOutcome } from '../../engine/queue/queue.js'
 import { ManualClock } from '../doubles/manual-clock.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
+import { job } from './mirror-job-fixture.js'
 import { waitFor } from './wait-for.js'
 
 const until = (condition: () => boolean): Promise<void> => waitFor(condition, 'the enqueue buffer settles', 20_000)
 
-const SHA512 = `sha512-${Buffer.alloc(64, 1).toString('base64')}`
-
-function job(n: number): MirrorJob {
-  return {
-    url: `https://127.0.0.1:8443/widget-${n}/-/widget-${n}-1.0.0.tgz`,
-    package: `widget-${n}`,
-    version: '1.0.0',
-    filename: `widget-${n}-1.0.0.tgz`,
-    integrity: SHA512,
-    shasum: 'a'.repeat(40),
-    enqueuedAt: '2026-01-02T03:04:05.678Z',
-  }
-}
 
 const chargeOf = (n: number): number => 2 * Buffer.byteLength(encodeMirrorJob(job(n))) + JOB_OVERHEAD_BYTES
 /** What a job of two-digit number is charged. */

@@ -12,7 +12,7 @@ import t from 'tap'
 import { startSqs } from '../../bench/peers/sqs.js'
 import { loadConfig } from '../../engine/config/load.js'
 import { JOB_OVERHEAD_BYTES, MIRROR_JOBS_LOST, MIRROR_QUEUE_ACCEPTING, MIRROR_QUEUE_REFUSING, READY_SHARE } from '../../engine/mirror/enqueue-buffer.js'
-import { decodeMirrorJob, encodeMirrorJob, type MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { decodeMirrorJob, encodeMirrorJob } from '../../engine/mirror/mirror-job.js'
 import { computePlan, GiB } from '../../engine/memory/plan.js'
 import { SqsQueue } from '../../engine/queue/sqs-queue.js'
 import { systemClock } from '../../engine/clock.js'
@@ -21,21 +21,11 @@ import { Readiness } from '../../server/health/readiness.js'
 import { attachEnqueueBuffer, QUEUE_CONDITION } from '../../server/roles/enqueue-wiring.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 import { FaultRelay } from '../peers/fault-relay.js'
+import { job } from './mirror-job-fixture.js'
 import { waitFor } from './wait-for.js'
 
 const BUFFER_BYTES = 65_536
 
-function job(n: number): MirrorJob {
-  return {
-    url: `https://127.0.0.1:8443/outage-${n}/-/outage-${n}-2.0.0.tgz`,
-    package: `outage-${n}`,
-    version: '2.0.0',
-    filename: `outage-${n}-2.0.0.tgz`,
-    integrity: `sha512-${Buffer.alloc(64, n).toString('base64')}`,
-    shasum: 'b'.repeat(40),
-    enqueuedAt: '2026-01-02T03:04:05.678Z',
-  }
-}
 
 t.test('SQS refusing sends: jobs held within the bound, readyz says so, every one sent once afterwards', async (t) => {
   const peer = await startSqs({ queueName: 'outage-jobs' })
@@ -61,13 +51,13 @@ t.test('SQS refusing sends: jobs held within the bound, readyz says so, every on
   t.teardown(() => buffer.close(100))
 
   // As many distinct artifacts as fit in 90% of the bound: past the ready share, within the bound.
-  const charge = 2 * Buffer.byteLength(encodeMirrorJob(job(10))) + JOB_OVERHEAD_BYTES
+  const charge = 2 * Buffer.byteLength(encodeMirrorJob(job(10, 'outage'))) + JOB_OVERHEAD_BYTES
   const count = Math.floor((0.9 * BUFFER_BYTES) / charge)
   t.ok(count * charge > READY_SHARE * BUFFER_BYTES, `${count} jobs are past the share`)
 
   relay.fault({}, { kind: 'status', status: 503 })
   // Three downloads of each artifact while SQS refuses.
-  for (let round = 0; round < 3; round++) for (let n = 10; n < 10 + count; n++) await buffer.enqueue(job(n))
+  for (let round = 0; round < 3; round++) for (let n = 10; n < 10 + count; n++) await buffer.enqueue(job(n, 'outage'))
   await waitFor(() => buffer.stats().retried >= count, 'every job was refused once')
   t.match(buffer.stats(), { buffered: count, sent: 0, dropped: 0, recent: 2 * count }, 'one held job per artifact')
   t.same(readiness.body(), { status: 'not_ready', mounts: { js: 'ready' }, conditions: { queue: QUEUE_CONDITION.enqueueBacklog } }, '/readyz names the queue condition')

@@ -10,26 +10,16 @@ import t from 'tap'
 import { RedisBackend } from '../../engine/cache/redis-backend.js'
 import { EnqueueBuffer, JOB_OVERHEAD_BYTES } from '../../engine/mirror/enqueue-buffer.js'
 import { SHARED_ENQUEUE_CLAIM_PREFIX, sharedEnqueueMemory } from '../../engine/mirror/enqueue-memory.js'
-import { encodeMirrorJob, mirrorJobKey, type MirrorJob } from '../../engine/mirror/mirror-job.js'
+import { encodeMirrorJob, mirrorJobKey } from '../../engine/mirror/mirror-job.js'
 import type { SendBatchEntry, SendBatchOutcome } from '../../engine/queue/queue.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 import { startRedis } from '../peers/redis.js'
+import { job } from './mirror-job-fixture.js'
 import { waitFor } from './wait-for.js'
 
 const PREFIX = `enq${process.pid}:`
 const redis = await startRedis(t)
 
-function job(n: number): MirrorJob {
-  return {
-    url: `https://127.0.0.1:8443/widget-${n}/-/widget-${n}-1.0.0.tgz`,
-    package: `widget-${n}`,
-    version: '1.0.0',
-    filename: `widget-${n}-1.0.0.tgz`,
-    integrity: `sha512-${Buffer.alloc(64, n).toString('base64')}`,
-    shasum: 'a'.repeat(40),
-    enqueuedAt: '2026-01-02T03:04:05.678Z',
-  }
-}
 
 /** Every body the queue took, in order; `down` refuses every send (a queue outage that holds the jobs). */
 class RecordingQueue {
