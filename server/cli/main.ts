@@ -120,7 +120,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   })
   // Telemetry (SPEC.md 6.3) starts before the role so its logs and spans are exported from the first line.
   const telemetry: Telemetry = config.observability.telemetry === 'on'
-    ? await startTelemetry({ identity, env, logger: processLogger, role: command.role, privateOrigins: privateOrigins(config) }).catch((error: unknown) => {
+    ? await startTelemetry({ identity, env, logger: processLogger, role: command.role, privateOrigins: privateOrigins(config), egressProxy: config.egress.proxy }).catch((error: unknown) => {
       // Telemetry never stops the service: without it the role still serves (SPEC.md 6.3 makes it opt-in).
       processLogger.error('telemetry: could not start', { error: String((error as Error)?.message ?? error) })
       return TELEMETRY_OFF

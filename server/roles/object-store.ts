@@ -5,13 +5,15 @@
  * S3ObjectStore on `store.bucket` under `store.prefix`, at `store.endpoint`
  * when set, with credentials from the AWS SDK's default provider chain
  * (environment, profile, container or instance role): never from the
- * configuration document (SPEC.md 5.8).
+ * configuration document (SPEC.md 5.8); through the forward proxy when
+ * one is given (engine/upstream/proxied-agents.ts).
  */
 import type { Clock } from '../../engine/clock.js'
 import type { Config } from '../../engine/config/config.js'
 import { ServiceError } from '../../engine/errors.js'
 import { FilesystemObjectStore } from '../../engine/store/filesystem-object-store.js'
 import type { ObjectStore } from '../../engine/store/object-store.js'
+import type { ForwardProxy } from '../../engine/upstream/forward-proxy.js'
 import { createS3Client, S3ObjectStore } from '../../engine/store/s3-object-store.js'
 
 type StoreConfig = Config['store']
@@ -26,7 +28,7 @@ export function describeObjectStore(store: StoreConfig): string {
  * built in the live environment (SPEC.md 7.2: exit 2): an unusable folder,
  * or an S3 store with no bucket or no region anywhere.
  */
-export async function openObjectStore(store: StoreConfig, clock: Clock, env: NodeJS.ProcessEnv = process.env): Promise<ObjectStore> {
+export async function openObjectStore(store: StoreConfig, clock: Clock, env: NodeJS.ProcessEnv = process.env, forwardProxy?: ForwardProxy): Promise<ObjectStore> {
   if (store.kind === 'embedded') {
     try {
       return await FilesystemObjectStore.open({ root: store.path, clock })
@@ -41,7 +43,7 @@ export async function openObjectStore(store: StoreConfig, clock: Clock, env: Nod
   if (region === undefined || region === '') {
     throw new ServiceError('BOOT_UNBUILDABLE', { message: 'store.region (or AWS_REGION) is required when store.kind is s3' })
   }
-  const client = createS3Client({ region, ...(store.endpoint === undefined ? {} : { endpoint: store.endpoint }) })
+  const client = createS3Client({ region, ...(store.endpoint === undefined ? {} : { endpoint: store.endpoint }), forwardProxy })
   try {
     return new S3ObjectStore({ client, bucket: store.bucket, prefix: store.prefix })
   } catch (error) {
