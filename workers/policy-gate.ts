@@ -49,6 +49,8 @@ function build(options: PolicyGateOptions): Built {
       clock: { now: taskNow, ageSteps: evaluator.ageSteps, expiresAt, regateAt: evaluator.regateAt },
       // What a withheld version's refusal says, for the answers that speak of one (npm audit view, npm-notice).
       explain: (decision: Decision, facts: VersionFacts) => explainRefusal(decision, facts, options.rules, taskNow)?.message ?? decision.reason,
+      // Which withheld versions the npm audit view lists: those an advisory affects (merge.ts Decide.affected).
+      ...(database === undefined ? {} : { affected: (name: string, version: string) => database.affecting(name, version).length > 0 }),
       ...(privateGate === undefined ? {} : {
         privateVerdict: (name: string, version: string) => {
           now = taskNow

@@ -229,7 +229,7 @@ const EgressSchema = Type.Object({
   proxy: Defaulted(Type.Object({
     url: Type.Optional(Url('http://host:port of the forward proxy for every upstream connection (a CONNECT tunnel); unset: https_proxy/HTTPS_PROXY for https upstreams, http_proxy/HTTP_PROXY for http ones')),
     credential: Type.Optional(Secret('user:password sent to the forward proxy as Proxy-Authorization: Basic; unset: the userinfo of the environment variable\'s URL')),
-    noProxy: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'hosts (and every name under them), host:port, or * reached without the proxy; unset: no_proxy/NO_PROXY' })),
+    noProxy: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'hosts (and every name under them), host:port, IP literals, CIDR ranges (matched against IP-literal hosts), or * reached without the proxy; unset: no_proxy/NO_PROXY' })),
     environment: Defaulted(Type.Boolean({ description: 'read HTTPS_PROXY, HTTP_PROXY and NO_PROXY (and their lower-case forms) where url and noProxy are unset' }), true),
   }, closed), {}),
 }, closed)

@@ -28,14 +28,16 @@
  * names: still served to a lockfile that holds its URL, and invisible to
  * every later listing.
  *
- * The inventory is operator-configured and trusted: no egress guard, no
- * redirect followed, bodies always consumed or destroyed and never logged.
+ * The inventory is operator-configured and trusted: no egress guard (through
+ * the forward proxy, the tunnel asks for its name), no redirect followed, bodies always consumed or destroyed and never logged.
  */
 import semver from 'semver'
 import { Agent, type Dispatcher } from 'undici'
 import { ServiceError } from '../errors.js'
 import { encodePackageName } from '../npm/names.js'
 import type { BearerToken } from '../secret.js'
+import type { ForwardProxy } from '../upstream/forward-proxy.js'
+import { trustedTargetConnector } from '../upstream/proxied-connector.js'
 
 export const INVENTORIES = ['mirror_target', 'private_cache'] as const
 export type InventoryName = (typeof INVENTORIES)[number]
@@ -54,6 +56,8 @@ export interface NpmInventoryOptions {
   readonly maxDocumentBytes: number
   /** Tests pass their own. */
   readonly dispatcher?: Dispatcher
+  /** The forward proxy the inventory is reached through (docs/security.md#forward-proxy); direct when unset. Not used with `dispatcher`. */
+  readonly forwardProxy?: ForwardProxy | undefined
 }
 
 export type RemovalResult = 'removed' | 'absent'
@@ -97,7 +101,7 @@ export class NpmInventory {
     this.#credential = options.credential
     this.#maxDocumentBytes = options.maxDocumentBytes
     this.#owned = options.dispatcher === undefined
-    this.#dispatcher = options.dispatcher ?? new Agent({ headersTimeout: 60_000, bodyTimeout: 60_000, connections: 4 })
+    this.#dispatcher = options.dispatcher ?? new Agent({ headersTimeout: 60_000, bodyTimeout: 60_000, connections: 4, ...trustedTargetConnector(options.forwardProxy) })
   }
 
   /** The base URL, for telling two inventories on one registry apart. */

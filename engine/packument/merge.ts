@@ -64,6 +64,15 @@ export interface Decide {
    * undefined; absent: every private version is kept, as before.
    */
   readonly privateVerdict?: ((name: string, version: string) => Decision | undefined) | undefined
+  /**
+   * True when the mount's advisory database names an advisory affecting the
+   * version (what the bulk audit answer reports of it). The audit view lists
+   * only such withheld versions: npm picks a fix from the listed versions
+   * outside the reported ranges, so a withheld version no advisory affects
+   * would be picked as the fix and refused at install (issue 32 item 1).
+   * Absent (no database): every withheld version is listed.
+   */
+  readonly affected?: ((name: string, version: string) => boolean) | undefined
 }
 
 export interface MergeInput {
@@ -305,6 +314,7 @@ class MergeState {
   readonly publicIndex: PackumentIndex | undefined
   readonly rewriter: TarballRewriter
   readonly listWithheld: boolean
+  readonly #affected: Decide['affected']
   /** Kept versions (and, in the audit view, listed withheld ones), private first, in document order. */
   versions: PlannedVersion[] = []
   /** Each kept version's document. */
@@ -338,6 +348,12 @@ class MergeState {
     this.publicIndex = input.publicIndex
     this.rewriter = new TarballRewriter(input.baseUrl, input.packageName)
     this.listWithheld = input.listWithheld === true
+    this.#affected = input.decide.affected
+  }
+
+  /** The audit view lists this withheld version (Decide.affected says which). */
+  listsWithheld(version: string): boolean {
+    return this.listWithheld && (this.#affected === undefined || this.#affected(this.packageName, version))
   }
 
   drop(version: string, reason: DropReason): void {
@@ -457,7 +473,7 @@ function gatePublicVersions(state: MergeState, decide: Decide, ecosystem: Ecosys
         state.selectedAdmitted.push(false)
         state.refusedFiles.add(record.filename)
         state.refusedTags.add(fileTag(record.filename))
-        if (state.listWithheld) state.list(version, publicIndex, entry, tarball, withheldNote(decide, decision, facts))
+        if (state.listsWithheld(version)) state.list(version, publicIndex, entry, tarball, withheldNote(decide, decision, facts))
       }
       continue
     }
@@ -530,9 +546,10 @@ function withholdSharedFileNames(state: MergeState): void {
   const withheldToo = shadowed
   const publicIndex = state.publicIndex
   state.selected = selected.filter((record, k) => selectedAdmitted[k] !== true || !withheldToo.has(record.version))
-  state.versions = state.listWithheld
-    ? state.versions.map((v) => (v.index !== publicIndex || !withheldToo.has(v.version) ? v : { ...v, withheldNote: SHARED_FILE_NOTE }))
-    : state.versions.filter((v) => v.index !== publicIndex || !withheldToo.has(v.version))
+  state.versions = state.versions.flatMap((v) => {
+    if (v.index !== publicIndex || !withheldToo.has(v.version)) return [v]
+    return state.listsWithheld(v.version) ? [{ ...v, withheldNote: SHARED_FILE_NOTE }] : []
+  })
   for (const version of withheldToo) state.survivors.delete(version)
   state.keptPublic -= withheldToo.size
   state.withheld += withheldToo.size

@@ -38,6 +38,8 @@ import {
 import type { Clock } from '../clock.js'
 import { systemClock } from '../clock.js'
 import { ServiceError, toServiceError } from '../errors.js'
+import type { ForwardProxy } from '../upstream/forward-proxy.js'
+import { sdkRequestHandler } from '../upstream/proxied-agents.js'
 import { checkBatch, checkReceive, checkSend, checkVisibility } from './queue-arguments.js'
 import { QUEUE_LIMITS, QueueFailureReason } from './queue.js'
 import type { Queue, QueueAttributes, QueueMessage, ReceiveOptions, SendBatchEntry, SendBatchOutcome, SendOptions, SendResult } from './queue.js'
@@ -48,6 +50,8 @@ export interface SqsQueueOptions {
   readonly region?: string | undefined
   /** Endpoint override (an SQS-compatible service, or a VPC endpoint). */
   readonly endpoint?: string | undefined
+  /** The forward proxy the client's connections leave through (proxied-agents.ts); direct when unset. Not used with `client`. */
+  readonly forwardProxy?: ForwardProxy | undefined
   /** A client of the caller's; otherwise one is made from the default credential chain. */
   readonly client?: SQSClient
   readonly clock?: Clock
@@ -89,6 +93,7 @@ export class SqsQueue implements Queue {
     this.#client = options.client ?? new SQSClient({
       ...(options.region === undefined ? {} : { region: options.region }),
       ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
+      ...sdkRequestHandler(options.forwardProxy),
     })
     this.#clock = options.clock ?? systemClock
     this.#memory = options.receiptMemory ?? 4096

@@ -33,6 +33,8 @@ import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs
 import { MeterProvider, PeriodicExportingMetricReader, type MetricReader, type ViewOptions } from '@opentelemetry/sdk-metrics'
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import type { Identity } from '../log/identity.js'
+import { forwardProxyOf, type ForwardProxySettings } from '../upstream/forward-proxy.js'
+import { proxiedAgents } from '../upstream/proxied-agents.js'
 import type { LogData, Logger, LogLevel } from '../log/logger.js'
 import { ClientDurations } from './client-durations.js'
 import { cloudDetector } from './cloud-detector.js'
@@ -69,6 +71,8 @@ export interface StartTelemetryOptions {
   readonly role: string
   /** Origins the W3C `traceparent` may be sent to (the private leg only, never the public one). */
   readonly privateOrigins?: readonly string[]
+  /** `egress.proxy`: the OTLP exports leave through the forward proxy it (and `env`) names, unless NO_PROXY names the collector. */
+  readonly egressProxy?: ForwardProxySettings
 }
 
 export async function startTelemetry(options: StartTelemetryOptions): Promise<Telemetry & { readonly settings: TelemetrySettings; readonly prometheusPort: Promise<number | undefined> }> {
@@ -86,11 +90,15 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
 
   const endpoint = settings.endpoint
   const json = settings.protocol === 'http/json'
+  // The collector is the operator's own endpoint: through the forward proxy like the SDK clients' (proxied-agents.ts), one Agent pair for every signal.
+  const forwardProxy = options.egressProxy === undefined ? undefined : forwardProxyOf(options.egressProxy, env)
+  const agents = forwardProxy === undefined ? undefined : proxiedAgents(forwardProxy)
   const exporterConfig = (signal: string) => ({
     url: `${endpoint}/v1/${signal}`,
     headers: { ...settings.headers },
     concurrencyLimit: CONCURRENCY_LIMIT,
     timeoutMillis: EXPORT_TIMEOUT_MS,
+    ...(agents === undefined ? {} : { httpAgentOptions: (protocol: string) => (protocol === 'http:' ? agents.httpAgent : agents.httpsAgent) }),
   })
 
   // Metrics: one provider per reader, so the Prometheus views rename nothing on OTLP.
@@ -185,6 +193,8 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
         let timer: NodeJS.Timeout | undefined
         await Promise.race([all, new Promise<void>((resolve) => { timer = setTimeout(resolve, timeoutMs); timer.unref() })])
         if (timer !== undefined) clearTimeout(timer)
+        agents?.httpAgent.destroy()
+        agents?.httpsAgent.destroy()
       })()
       return stopped
     },

@@ -6,11 +6,15 @@
  * separated by commas or white space; `*` alone bypasses the proxy for every
  * host; `host` matches that host and every name under it (`.host` and
  * `*.host` say the same); `host:port` (`[v6]:port`) only on that port; an IP
- * literal matches a target written as that literal. Entries are matched
- * against the upstream URL's host name as configured, before any
- * resolution: a CIDR range is not a NO_PROXY entry.
+ * literal matches a target written as that literal; a CIDR range
+ * (`10.0.0.0/8`, `::1/128`, as curl and Go read them) matches a target
+ * written as an address in it, on any port. Entries are matched against
+ * the upstream URL's host name as configured, before any resolution: a
+ * name is never resolved to be matched against a range.
  */
-import { isIP } from 'node:net'
+import { isIP, type BlockList } from 'node:net'
+import { isCidr } from '../config/cidr.js'
+import { blockListOf } from './egress-guard.js'
 
 interface Entry {
   /** Lower-case host or domain, without a leading `*.` or `.` and without brackets. */
@@ -38,8 +42,17 @@ function parseEntry(raw: string): Entry | undefined {
   return { host: text, port }
 }
 
+/** A CIDR entry (`[v6]/n` taken as `v6/n`) as the egress guard reads ranges, or undefined for any other entry. */
+function rangeOf(entry: string): string | undefined {
+  if (!entry.includes('/')) return undefined
+  const range = entry.replace(/^\[([^\]]+)\]\//, '$1/')
+  return isCidr(range) ? range : undefined
+}
+
 export class NoProxyList {
   readonly #entries: readonly Entry[]
+  /** The CIDR entries: IP-literal targets within them go direct. */
+  readonly #ranges: BlockList
   readonly #all: boolean
   /** The list as given, for the boot line that says how egress leaves. */
   readonly entries: readonly string[]
@@ -48,7 +61,16 @@ export class NoProxyList {
     const split = entries.flatMap((e) => e.split(/[\s,]+/)).map((e) => e.trim()).filter((e) => e !== '')
     this.entries = split
     this.#all = split.includes('*')
-    this.#entries = split.filter((e) => e !== '*').map(parseEntry).filter((e): e is Entry => e !== undefined)
+    const hosts: string[] = []
+    const ranges: string[] = []
+    for (const entry of split) {
+      if (entry === '*') continue
+      const range = rangeOf(entry)
+      if (range === undefined) hosts.push(entry)
+      else ranges.push(range)
+    }
+    this.#entries = hosts.map(parseEntry).filter((e): e is Entry => e !== undefined)
+    this.#ranges = blockListOf(ranges)
   }
 
   /** Parses a NO_PROXY variable's value. */
@@ -61,6 +83,8 @@ export class NoProxyList {
     if (this.#all) return true
     const lower = hostname.toLowerCase()
     const host = lower.startsWith('[') && lower.endsWith(']') ? lower.slice(1, -1) : lower
+    const version = isIP(host)
+    if (version !== 0 && this.#ranges.check(host, version === 4 ? 'ipv4' : 'ipv6')) return true
     for (const entry of this.#entries) {
       if (entry.port !== undefined && entry.port !== port) continue
       if (host === entry.host) return true

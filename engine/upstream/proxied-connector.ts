@@ -36,8 +36,8 @@ export function proxiedConnector(o: ProxiedConnectorOptions): buildConnector.con
   }
 }
 
-/** undici's default connect timeout, kept for the trusted targets' agents (they set none of their own). */
-const TARGET_CONNECT_TIMEOUT_MS = 10_000
+/** undici's default connect timeout, kept for the trusted targets' agents (they set none of their own) and the SDK clients' tunnels (proxied-agents.ts). */
+export const TARGET_CONNECT_TIMEOUT_MS = 10_000
 
 /**
  * The `connect` option of an undici Agent that writes to a trusted,

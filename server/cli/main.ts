@@ -122,7 +122,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const telemetry: Telemetry = config.observability.telemetry === 'on'
     // The OpenTelemetry SDK loads only when telemetry is on.
     ? await import('../../engine/telemetry/otel-telemetry.js')
-      .then(({ startTelemetry }) => startTelemetry({ identity, env, logger: processLogger, role: command.role, privateOrigins: privateOrigins(config) }))
+      .then(({ startTelemetry }) => startTelemetry({ identity, env, logger: processLogger, role: command.role, privateOrigins: privateOrigins(config), egressProxy: config.egress.proxy }))
       .catch((error: unknown) => {
         // Telemetry never stops the service: without it the role still serves (SPEC.md 6.3 makes it opt-in).
         processLogger.error('telemetry: could not start', { error: String((error as Error)?.message ?? error) })

@@ -24,6 +24,7 @@ import { systemClock } from '../../engine/clock.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import type { WaiverConfig } from '../../engine/policy/waivers.js'
 import type { ObjectStore } from '../../engine/store/object-store.js'
+import { forwardProxyOf } from '../../engine/upstream/forward-proxy.js'
 import { EXIT } from '../lifecycle/exit-codes.js'
 import { describeObjectStore, openObjectStore } from '../roles/object-store.js'
 import type { Command } from './args.js'
@@ -69,7 +70,7 @@ async function openPolicyStore(command: PolicyStoreCommand, io: PolicyCommandIo)
     return EXIT.BOOT_ABORTED
   }
   try {
-    const store = await openObjectStore(config.store, systemClock, io.env)
+    const store = await openObjectStore(config.store, systemClock, io.env, forwardProxyOf(config.egress.proxy, io.env))
     const described = describeObjectStore(config.store)
     return { config, store, name: `${described}${described.endsWith('/') ? '' : '/'}${POLICY_OBJECT_KEY}` }
   } catch (error) {

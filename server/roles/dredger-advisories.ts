@@ -13,6 +13,7 @@ import type { MountKey } from '../../engine/config/schema.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import { attachAdvisoryConsumers } from './advisory-wiring.js'
 import { openObjectStore } from './object-store.js'
+import type { ForwardProxy } from '../../engine/upstream/forward-proxy.js'
 import type { RoleContext } from './role-context.js'
 
 export interface DredgerAdvisories {
@@ -28,14 +29,14 @@ export function revokesMalware(rules: readonly RuleConfig[]): boolean {
 }
 
 /** The consumers, started unless `start` is false; undefined when no mount revokes on a malware record. */
-export async function dredgerAdvisories(ctx: Pick<RoleContext, 'config' | 'logger' | 'clock'>, start = true): Promise<DredgerAdvisories | undefined> {
+export async function dredgerAdvisories(ctx: Pick<RoleContext, 'config' | 'logger' | 'clock' | 'env'>, start = true, forwardProxy?: ForwardProxy): Promise<DredgerAdvisories | undefined> {
   const { config, logger, clock } = ctx
   const mounts: Partial<Record<MountKey, MountConfig>> = {}
   for (const [key, mount] of Object.entries(config.mounts) as [MountKey, MountConfig | undefined][]) {
     if (mount !== undefined && revokesMalware(mount.rules)) mounts[key] = mount
   }
   if (Object.keys(mounts).length === 0) return undefined
-  const store = await openObjectStore(config.store, clock)
+  const store = await openObjectStore(config.store, clock, ctx.env, forwardProxy)
   const slots = new Map<MountKey, AdvisorySlot>()
   const attached = attachAdvisoryConsumers({
     config: { advisories: config.advisories, mounts: mounts as Config['mounts'] },

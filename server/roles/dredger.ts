@@ -30,6 +30,7 @@ import type { WaiverConfig } from '../../engine/policy/waivers.js'
 import type { Logger } from '../../engine/log/logger.js'
 import { ownsName } from '../../engine/publish/publish-scope.js'
 import { CredentialRegistry } from '../../engine/upstream/credentials/credential-registry.js'
+import type { ForwardProxy } from '../../engine/upstream/forward-proxy.js'
 import { Liveness } from '../health/liveness.js'
 import { Readiness } from '../health/readiness.js'
 import { FrontDoor } from '../http/front-door.js'
@@ -37,6 +38,7 @@ import { mountFallback } from '../routes/js-mount.js'
 import { mountProbes } from '../routes/probes.js'
 import type { RoleContext, RunningRole } from './role-context.js'
 import { planFor } from './runtime-plan.js'
+import { forwardProxyFor } from './mount-clients.js'
 import { openSharedCache, reportedInvalidation } from './shared-cache.js'
 import { dredgerAdvisories, type DredgerAdvisories } from './dredger-advisories.js'
 import { JudgeSlot, judgedMount } from './dredger-policy.js'
@@ -58,15 +60,15 @@ function inventoryCredentialNames(config: Config): string[] {
 }
 
 /** The process's credential sources for the inventories, minted once at boot like every role's (SPEC.md 5.5). */
-async function inventoryCredentials(ctx: RoleContext): Promise<CredentialRegistry> {
-  const credentials = new CredentialRegistry(ctx.config.credentials, ctx.clock)
+async function inventoryCredentials(ctx: RoleContext, forwardProxy: ForwardProxy | undefined): Promise<CredentialRegistry> {
+  const credentials = new CredentialRegistry(ctx.config.credentials, ctx.clock, forwardProxy)
   const names = inventoryCredentialNames(ctx.config)
   if (names.length > 0) await credentials.prime(names)
   return credentials
 }
 
 /** The inventories of one mount, or undefined when it has none this build can clean. */
-function inventoriesOf(mount: MountConfig, maxDocumentBytes: number, credentials: CredentialRegistry | undefined): NpmInventory[] | undefined {
+function inventoriesOf(mount: MountConfig, maxDocumentBytes: number, credentials: CredentialRegistry | undefined, forwardProxy: ForwardProxy | undefined): NpmInventory[] | undefined {
   if (mount.key !== 'js') return undefined
   const credential = (name: string | undefined): { credential?: ReturnType<CredentialRegistry['source']> } => {
     if (name === undefined) return {}
@@ -76,11 +78,11 @@ function inventoriesOf(mount: MountConfig, maxDocumentBytes: number, credentials
   }
   const inventories: NpmInventory[] = []
   if (mount.mirror !== undefined) {
-    inventories.push(new NpmInventory({ name: 'mirror_target', url: mount.mirror.target, token: mount.mirror.token, ...credential(mount.mirror.credential), maxDocumentBytes }))
+    inventories.push(new NpmInventory({ name: 'mirror_target', url: mount.mirror.target, token: mount.mirror.token, ...credential(mount.mirror.credential), maxDocumentBytes, forwardProxy }))
   }
   const priv = mount.upstreams.private
   if (priv !== undefined) {
-    const cache = new NpmInventory({ name: 'private_cache', url: priv.url, token: priv.token, ...credential(priv.credential), maxDocumentBytes })
+    const cache = new NpmInventory({ name: 'private_cache', url: priv.url, token: priv.token, ...credential(priv.credential), maxDocumentBytes, forwardProxy })
     if (inventories.some((inventory) => inventory.baseUrl === cache.baseUrl)) void cache.close()
     else inventories.push(cache)
   }
@@ -91,14 +93,15 @@ function inventoriesOf(mount: MountConfig, maxDocumentBytes: number, credentials
  * The mounts the Dredger cleans; throws when there is none (boot abort, exit 2).
  * `policy`: the document's waivers, and the map that receives each mount's
  * judge slot for the reloader (the rules are `config`'s, the document's already in).
+ * `forwardProxy`: what the inventories are reached through (docs/security.md#forward-proxy).
  */
-export function dredgedMounts(config: Config, logger: Logger, maxDocumentBytes: number, credentials?: CredentialRegistry, policy?: { readonly waivers: readonly WaiverConfig[]; readonly slots: Map<MountKey, JudgeSlot> }, advisories?: DredgerAdvisories): DredgedMount[] {
+export function dredgedMounts(config: Config, logger: Logger, maxDocumentBytes: number, credentials?: CredentialRegistry, policy?: { readonly waivers: readonly WaiverConfig[]; readonly slots: Map<MountKey, JudgeSlot> }, advisories?: DredgerAdvisories, forwardProxy?: ForwardProxy): DredgedMount[] {
   const mounts: DredgedMount[] = []
   for (const [key, mount] of Object.entries(config.mounts) as [MountKey, MountConfig | undefined][]) {
     if (mount === undefined) continue
     const database = advisories?.slots.get(key)
     const slot = new JudgeSlot(key, mount.rules, policy?.waivers ?? [], database === undefined ? undefined : { database: () => database.database(), configuredMaxAgeSeconds: config.advisories.maxAgeSeconds })
-    const inventories = inventoriesOf(mount, maxDocumentBytes, credentials)
+    const inventories = inventoriesOf(mount, maxDocumentBytes, credentials, forwardProxy)
     if (inventories === undefined) {
       if (slot.judge.candidates.length > 0) logger.warn(DREDGER_MOUNT_UNSUPPORTED, { mount: key })
       continue
@@ -112,8 +115,8 @@ export function dredgedMounts(config: Config, logger: Logger, maxDocumentBytes: 
 }
 
 /** The policy document's rules and waivers for the Dredger's mounts, and the reloader that keeps them current. */
-async function dredgerPolicy(ctx: RoleContext): Promise<{ config: Config; boot: BootPolicy | undefined; slots: Map<MountKey, JudgeSlot>; waivers: readonly WaiverConfig[] }> {
-  const boot = await bootPolicy(ctx.config, ctx.clock, ctx.logger)
+async function dredgerPolicy(ctx: RoleContext, forwardProxy: ForwardProxy | undefined): Promise<{ config: Config; boot: BootPolicy | undefined; slots: Map<MountKey, JudgeSlot>; waivers: readonly WaiverConfig[] }> {
+  const boot = await bootPolicy(ctx.config, ctx.clock, ctx.logger, forwardProxy)
   return { config: withPolicyRules(ctx.config, boot), boot, slots: new Map(), waivers: boot?.document.waivers ?? [] }
 }
 
@@ -136,12 +139,13 @@ function firstKind(config: Config): CycleKind {
 /** `service dredger`: the cycles, with the probes. */
 export async function startDredger(ctx: RoleContext): Promise<RunningRole> {
   const { logger } = ctx
-  const policy = await dredgerPolicy(ctx)
+  const forwardProxy = forwardProxyFor(ctx.config, logger, ctx.env)
+  const policy = await dredgerPolicy(ctx, forwardProxy)
   const { config } = policy
   const plan = await planFor(config)
-  const credentials = await inventoryCredentials(ctx)
-  const advisories = await dredgerAdvisories({ ...ctx, config })
-  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials, policy, advisories)
+  const credentials = await inventoryCredentials(ctx, forwardProxy)
+  const advisories = await dredgerAdvisories({ ...ctx, config }, true, forwardProxy)
+  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials, policy, advisories, forwardProxy)
   const reloader = dredgerReloader(ctx, policy.boot, policy.slots)
   const counters = new DredgerCounters()
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
@@ -248,13 +252,14 @@ export function formatPlan(removals: readonly PlannedRemoval[], json: boolean): 
  */
 export async function runDredgerDryRun(ctx: RoleContext, output: DryRunOutput): Promise<PlannedRemoval[]> {
   const { logger } = ctx
-  const policy = await dredgerPolicy(ctx)
+  const forwardProxy = forwardProxyFor(ctx.config, logger, ctx.env)
+  const policy = await dredgerPolicy(ctx, forwardProxy)
   const { config } = policy
   const plan = await planFor(config)
-  const credentials = await inventoryCredentials(ctx)
-  const advisories = await dredgerAdvisories({ ...ctx, config }, false)
+  const credentials = await inventoryCredentials(ctx, forwardProxy)
+  const advisories = await dredgerAdvisories({ ...ctx, config }, false, forwardProxy)
   await advisories?.poll()
-  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials, policy, advisories)
+  const mounts = dredgedMounts(config, logger, plan.maxResponseBytes.value, credentials, policy, advisories, forwardProxy)
   try {
     const { removals, unreadable } = await planRemovals(mounts, firstKind(config), logger)
     output.out.write(formatPlan(removals, output.json))

@@ -10,6 +10,7 @@
  */
 import { EmbeddedQueue } from '../../engine/queue/embedded-queue.js'
 import type { Queue } from '../../engine/queue/queue.js'
+import type { ForwardProxy } from '../../engine/upstream/forward-proxy.js'
 import type { RoleContext } from './role-context.js'
 
 export interface OpenedMirrorQueue {
@@ -18,13 +19,14 @@ export interface OpenedMirrorQueue {
   close(): Promise<void>
 }
 
-export async function openMirrorQueue({ config, logger, clock }: Pick<RoleContext, 'config' | 'logger' | 'clock'>): Promise<OpenedMirrorQueue | undefined> {
+/** `forwardProxy`: what the SQS client's connections leave through (engine/upstream/proxied-agents.ts); direct when unset. */
+export async function openMirrorQueue({ config, logger, clock }: Pick<RoleContext, 'config' | 'logger' | 'clock'>, forwardProxy?: ForwardProxy): Promise<OpenedMirrorQueue | undefined> {
   if (!Object.values(config.mounts).some((m) => m?.mirror !== undefined)) return undefined
   if (config.queue.kind === 'sqs') {
     if (config.queue.url === undefined) throw new Error('queue.url is required when queue.kind is sqs')
     // Loaded here, not at import: the embedded queue (the default) never pays for the SQS SDK.
     const { SqsQueue } = await import('../../engine/queue/sqs-queue.js')
-    const sqs = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock })
+    const sqs = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock, forwardProxy })
     return { queue: sqs, close: () => sqs.close() }
   }
   const deadLetterQueue = await EmbeddedQueue.open({ dir: `${config.queue.path.replace(/[\\/]+$/, '')}-dead-letter`, clock, logger })

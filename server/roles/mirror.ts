@@ -261,7 +261,7 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
   const forwardProxy = forwardProxyFor(config, logger, ctx.env)
   const sources = mounts.map((mount) => ({ mount, source: publicClientFor(config, mount, plan.maxResponseBytes.value, logger, fetchCounters, forwardProxy) }))
   const { SqsQueue } = await import('../../engine/queue/sqs-queue.js')
-  const queue = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock })
+  const queue = new SqsQueue({ url: config.queue.url, region: config.queue.region, endpoint: config.queue.endpoint, clock, forwardProxy })
   const door = new FrontDoor({ host: config.server.host, port: config.server.port, logger, ...(config.server.compatPort === undefined ? {} : { compatPort: config.server.compatPort }) })
   const readiness = new Readiness()
   const liveness = new Liveness()
@@ -274,7 +274,7 @@ export async function startMirror(ctx: RoleContext): Promise<RunningRole> {
   const sharedCache = await openSharedCache(config, logger)
   try {
     // Upstream credential providers (SPEC.md 5.5): the mirror target's, minted once at boot.
-    const credentials = new CredentialRegistry(config.credentials, clock)
+    const credentials = new CredentialRegistry(config.credentials, clock, forwardProxy)
     const names = [...new Set(mounts.map((m) => m.mirror?.credential).filter((n): n is string => n !== undefined))]
     if (names.length > 0) await credentials.prime(names)
     if (names.length > 0) credentialCounters = () => credentials.counters.snapshot()

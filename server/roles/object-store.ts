@@ -5,13 +5,15 @@
  * S3ObjectStore on `store.bucket` under `store.prefix`, at `store.endpoint`
  * when set, with credentials from the AWS SDK's default provider chain
  * (environment, profile, container or instance role): never from the
- * configuration document (SPEC.md 5.8).
+ * configuration document (SPEC.md 5.8); through the forward proxy when
+ * one is given (engine/upstream/proxied-agents.ts).
  */
 import type { Clock } from '../../engine/clock.js'
 import type { Config } from '../../engine/config/config.js'
 import { ServiceError } from '../../engine/errors.js'
 import { FilesystemObjectStore } from '../../engine/store/filesystem-object-store.js'
 import type { ObjectStore } from '../../engine/store/object-store.js'
+import type { ForwardProxy } from '../../engine/upstream/forward-proxy.js'
 
 type StoreConfig = Config['store']
 
@@ -25,7 +27,7 @@ export function describeObjectStore(store: StoreConfig): string {
  * built in the live environment (SPEC.md 7.2: exit 2): an unusable folder,
  * or an S3 store with no bucket or no region anywhere.
  */
-export async function openObjectStore(store: StoreConfig, clock: Clock, env: NodeJS.ProcessEnv = process.env): Promise<ObjectStore> {
+export async function openObjectStore(store: StoreConfig, clock: Clock, env: NodeJS.ProcessEnv = process.env, forwardProxy?: ForwardProxy): Promise<ObjectStore> {
   if (store.kind === 'embedded') {
     try {
       return await FilesystemObjectStore.open({ root: store.path, clock })
@@ -42,7 +44,7 @@ export async function openObjectStore(store: StoreConfig, clock: Clock, env: Nod
   }
   // Loaded here, not at import: the embedded store (the default) never pays for the S3 SDK.
   const { createS3Client, S3ObjectStore } = await import('../../engine/store/s3-object-store.js')
-  const client = createS3Client({ region, ...(store.endpoint === undefined ? {} : { endpoint: store.endpoint }) })
+  const client = createS3Client({ region, ...(store.endpoint === undefined ? {} : { endpoint: store.endpoint }), forwardProxy })
   try {
     return new S3ObjectStore({ client, bucket: store.bucket, prefix: store.prefix })
   } catch (error) {

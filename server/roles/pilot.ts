@@ -125,7 +125,7 @@ async function compileEach(options: PilotRunOptions, osvExportBaseUrl: string, t
  */
 export async function runPilotCompile(ctx: RoleContext): Promise<void> {
   checkPilotConfig(ctx.config)
-  const store = await openObjectStore(ctx.config.store, ctx.clock)
+  const store = await openObjectStore(ctx.config.store, ctx.clock, ctx.env, forwardProxyOf(ctx.config.egress.proxy, ctx.env ?? process.env))
   const report = await runPilot({ ctx, store })
   if (report.failed.length > 0) {
     const detail = report.failed.map((f) => `${f.ecosystem}: ${f.error.code} ${f.error.message}`).join('; ')
@@ -136,7 +136,7 @@ export async function runPilotCompile(ctx: RoleContext): Promise<void> {
 export async function startPilot(ctx: RoleContext): Promise<RunningRole> {
   const { config, logger, clock } = ctx
   checkPilotConfig(config)
-  const store = await openObjectStore(config.store, clock)
+  const store = await openObjectStore(config.store, clock, ctx.env, forwardProxyOf(config.egress.proxy, ctx.env ?? process.env))
   const ecosystems = pilotEcosystems(config)
   const schedule = new PilotSchedule({ ecosystems, store: describeObjectStore(config.store), clock, logger, intervalMs: config.advisories.pilotIntervalSeconds * 1000 })
 

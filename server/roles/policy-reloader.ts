@@ -29,6 +29,7 @@ import { ServiceError } from '../../engine/errors.js'
 import type { Logger } from '../../engine/log/logger.js'
 import type { RuleConfig } from '../../engine/policy/rule-schema.js'
 import type { WaiverConfig } from '../../engine/policy/waivers.js'
+import type { ForwardProxy } from '../../engine/upstream/forward-proxy.js'
 import { readsAdvisories } from './advisory-wiring.js'
 import { describeObjectStore, openObjectStore } from './object-store.js'
 
@@ -53,10 +54,10 @@ export interface BootPolicy {
 }
 
 /** The source the configuration names: `policy.file`, the store's object (`policy.store`), or none. */
-export async function policySourceOf(config: Config, clock: Clock): Promise<PolicySource | undefined> {
+export async function policySourceOf(config: Config, clock: Clock, forwardProxy?: ForwardProxy): Promise<PolicySource | undefined> {
   if (config.policy.file !== undefined) return filePolicySource(config.policy.file)
   if (config.policy.store !== true) return undefined
-  return storePolicySource(await openObjectStore(config.store, clock), describeObjectStore(config.store))
+  return storePolicySource(await openObjectStore(config.store, clock, undefined, forwardProxy), describeObjectStore(config.store))
 }
 
 /**
@@ -64,8 +65,8 @@ export async function policySourceOf(config: Config, clock: Clock): Promise<Poli
  * when it cannot be read or does not validate. A store without the object
  * boots with the configured rules (an empty document, logged at warn).
  */
-export async function bootPolicy(config: Config, clock: Clock, logger: Logger): Promise<BootPolicy | undefined> {
-  const source = await policySourceOf(config, clock)
+export async function bootPolicy(config: Config, clock: Clock, logger: Logger, forwardProxy?: ForwardProxy): Promise<BootPolicy | undefined> {
+  const source = await policySourceOf(config, clock, forwardProxy)
   if (source === undefined) return undefined
   const read = await source.read(clock.now())
   if (!read.ok && read.absent === true) {

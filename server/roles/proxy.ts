@@ -65,7 +65,8 @@ const ATTACH = { js: attachJsMount, py: attachPyMount } as const
 export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
   const { logger, clock } = ctx
   // The policy document's rules stand in for the configured ones from the first line (issue 31); unreadable or invalid: exit 2.
-  const boot = await bootPolicy(ctx.config, clock, logger)
+  const forwardProxy = forwardProxyFor(ctx.config, logger, ctx.env)
+  const boot = await bootPolicy(ctx.config, clock, logger, forwardProxy)
   const config = withPolicyRules(ctx.config, boot)
   const drainMs = config.server.shutdownDrainTimeout * 1000
   const plan = await planFor(config)
@@ -88,13 +89,13 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     [SNAPSHOT_KEYS.upstreamFetchErrors]: () => counters.snapshot(),
   }
   // Upstream credential providers (SPEC.md 5.5): one source per name, shared, primed once at boot.
-  const credentials = new CredentialRegistry(config.credentials, clock)
+  const credentials = new CredentialRegistry(config.credentials, clock, forwardProxy)
   const credentialNames = proxyCredentialNames(config)
   if (credentialNames.length > 0) {
     await credentials.prime(credentialNames)
     snapshots[SNAPSHOT_KEYS.credential] = () => credentials.counters.snapshot()
   }
-  const opened = await openMirrorQueue(ctx)
+  const opened = await openMirrorQueue(ctx, forwardProxy)
   const embedded = opened?.queue instanceof EmbeddedQueue ? opened.queue : undefined
   if (embedded !== undefined) snapshots[SNAPSHOT_KEYS.mirrorQueue] = () => embedded.stats()
   const sharedCache = await openSharedCache(config, logger)
@@ -109,7 +110,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
     door, config, pool, gate, logger, clock,
     gateModule: siblingModule('../../workers/policy-gate'),
     // One set of large artifact read buffers for every upstream of every mount, bounded by the plan.
-    upstreams: { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker: hopMarker(config.server.baseUrl), logger, largeReadBuffers: new LargeReadBuffers(plan.artifactReadBuffers.value), forwardProxy: forwardProxyFor(config, logger, ctx.env) },
+    upstreams: { config, credentials, counters, maxResponseBytes: plan.maxResponseBytes.value, marker: hopMarker(config.server.baseUrl), logger, largeReadBuffers: new LargeReadBuffers(plan.artifactReadBuffers.value), forwardProxy },
     edge: edgeAuthFor(config.server.edgeTokens),
     cacheBudget: new CacheBudget(plan.cacheBudgetBytes.value, CACHE_MAX_ENTRIES),
     origin: requestOrigin(config),
@@ -154,7 +155,7 @@ export async function startProxy(ctx: RoleContext): Promise<RunningRole> {
 
   // Each mount whose rules read the advisory database polls the store for Pilot's artifact (SPEC.md 3.1, 3.4).
   const advisories = MOUNT_KEYS.some((k) => readsAdvisories(config.mounts[k]?.rules ?? []))
-    ? attachAdvisoryConsumers({ config, logger, clock, readiness, slots, store: await openObjectStore(config.store, clock) })
+    ? attachAdvisoryConsumers({ config, logger, clock, readiness, slots, store: await openObjectStore(config.store, clock, ctx.env, forwardProxy) })
     : undefined
   if (advisories !== undefined) {
     snapshots[SNAPSHOT_KEYS.advisorySourceAge] = () => advisories.ages()

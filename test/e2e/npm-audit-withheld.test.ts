@@ -88,7 +88,9 @@ t.test('npm audit and audit fix on a project locking withheld versions', async (
   // AllowIfRemediatesCve reads the database (so the mount loads it) and admits what it admits; the rest is admitted by age 0.
   const reference = await proxyWith([{ rule: 'AllowIfRemediatesCve' }, { rule: 'AllowIfOlderThan', seconds: 0 }])
   const gated = await proxyWith([{ rule: 'DenyIfCve' }, { rule: 'AllowIfOlderThan', seconds: 0 }])
-  for (const proxy of [reference, gated]) {
+  // minimist's only fixed version is withheld too, by a rule no advisory is behind.
+  const fixWithheld = await proxyWith([{ rule: 'DenyIfCve' }, { rule: 'DenyIdentity', package: 'minimist', versions: '1.2.6' }, { rule: 'AllowIfOlderThan', seconds: 0 }])
+  for (const proxy of [reference, gated, fixWithheld]) {
     const bulk = () => proxy.fetch('POST', '/js/-/npm/v1/security/advisories/bulk', { headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(JSON.stringify({ lodash: ['4.17.20'] })) })
     let loaded = await bulk()
     for (let i = 0; i < 100 && loaded.status !== 200; i++) {
@@ -152,6 +154,21 @@ t.test('npm audit and audit fix on a project locking withheld versions', async (
     t.match(await gatedWs.installedManifest('body-parser'), { version: '1.20.3' })
     const again = await runNpm(gatedWs, gatedTarget, ['audit', '--json'], { allowFailure: true })
     t.equal(again.exitCode, 0, `nothing left to report\n${again.stdout}`)
+  })
+
+  t.test('a fix the rules withhold too: npm reports no fix for it, and audit fix applies the others without a 403', async (t) => {
+    const target = { registry: `${fixWithheld.url}/js/` }
+    const ws = await lockedProject(target.registry)
+    t.teardown(() => ws.remove())
+    const view = (await fixWithheld.get('/js/minimist', { 'npm-command': 'audit' })).json() as { versions: Record<string, unknown> }
+    t.same(Object.keys(view.versions), ['1.2.5'], 'the audit view lists the vulnerable withheld version, not the withheld fix')
+    const report = essence(await audit(ws, target))
+    // npm states the range over the versions listed: with the fix left out, every one of them is affected.
+    t.match(report, { minimist: { range: '*', fixAvailable: false }, lodash: { range: '4.17.20', fixAvailable: true } })
+    const run = await runNpm(ws, target, ['audit', 'fix', '--no-fund'], { allowFailure: true })
+    t.notMatch(run.stderr, /E403|ETARGET/, 'no install of a withheld version was tried')
+    t.match(await ws.installedManifest('lodash'), { version: '4.17.21' })
+    t.match(await ws.installedManifest('minimist'), { version: '1.2.5' }, 'minimist stays: no admitted fix')
   })
 
   t.test('the audit view: withheld versions listed, marked deprecated with their refusal; an install never picks one', async (t) => {

@@ -54,6 +54,22 @@ t.test('NO_PROXY: hosts and the names under them, ports, * and IP literals', asy
   t.equal(NoProxyList.parse(undefined).bypasses('anything.test', 1), false)
 })
 
+t.test('NO_PROXY: CIDR ranges match targets written as addresses in them, never names', async (t) => {
+  const list = new NoProxyList(['10.0.0.0/8, 127.0.0.0/8', '::1/128 [fd00::]/8', '192.168.1.0/33', '172.16.0.0/x'])
+  t.equal(list.bypasses('10.2.3.4', 443), true)
+  t.equal(list.bypasses('10.0.0.0', 80), true, 'the range\'s own address')
+  t.equal(list.bypasses('11.0.0.1', 443), false)
+  t.equal(list.bypasses('127.0.0.1', 4873), true, 'any port')
+  t.equal(list.bypasses('[::1]', 4873), true, 'a bracketed IPv6 target')
+  t.equal(list.bypasses('::2', 443), false)
+  t.equal(list.bypasses('fd12::1', 443), true, 'a bracketed range')
+  t.equal(list.bypasses('::ffff:10.0.0.1', 443), true, 'an IPv4-mapped address counts as its IPv4 one')
+  t.equal(list.bypasses('localhost', 443), false, 'a name is not resolved to be matched')
+  t.equal(list.bypasses('192.168.1.5', 443), false, 'a prefix its family does not allow matches nothing')
+  t.equal(list.bypasses('172.16.0.1', 443), false, 'nor does a malformed one')
+  t.same(list.entries, ['10.0.0.0/8', '127.0.0.0/8', '::1/128', '[fd00::]/8', '192.168.1.0/33', '172.16.0.0/x'], 'named at boot as given')
+})
+
 t.test('settings: the key wins, then the lower-case variable, then the upper-case one', async (t) => {
   const env = {
     https_proxy: 'http://lower:3128', HTTPS_PROXY: 'http://upper:3128', HTTP_PROXY: 'plainproxy:8080',

@@ -14,6 +14,7 @@ import type { CredentialConfig } from '../../config/config.js'
 import { ServiceError } from '../../errors.js'
 import { CredentialCounters } from './credential-counters.js'
 import { CredentialSource, type Mint } from './credential-source.js'
+import type { ForwardProxy } from '../forward-proxy.js'
 import { managedRepoMint } from './managed-repo.js'
 import { staticMint } from './registry-provider.js'
 import { commandMint, fileMint } from './self-hosted.js'
@@ -22,10 +23,11 @@ export class CredentialRegistry {
   readonly counters: CredentialCounters
   readonly #sources = new Map<string, CredentialSource>()
 
-  constructor(credentials: readonly CredentialConfig[], clock: Clock) {
+  /** `forwardProxy`: what a managedRepo mint reaches CodeArtifact through (proxied-agents.ts); direct when unset. */
+  constructor(credentials: readonly CredentialConfig[], clock: Clock, forwardProxy?: ForwardProxy) {
     this.counters = new CredentialCounters(clock)
     for (const credential of credentials) {
-      this.#sources.set(credential.name, new CredentialSource({ label: credential.provider, mint: mintOf(credential, clock), clock, counters: this.counters }))
+      this.#sources.set(credential.name, new CredentialSource({ label: credential.provider, mint: mintOf(credential, clock, forwardProxy), clock, counters: this.counters }))
     }
   }
 
@@ -48,8 +50,8 @@ export class CredentialRegistry {
   }
 }
 
-function mintOf(credential: CredentialConfig, clock: Clock): Mint {
+function mintOf(credential: CredentialConfig, clock: Clock, forwardProxy: ForwardProxy | undefined): Mint {
   if (credential.provider === 'registry') return staticMint(credential.token)
-  if (credential.provider === 'managedRepo') return managedRepoMint(credential)
+  if (credential.provider === 'managedRepo') return managedRepoMint(credential, forwardProxy)
   return 'file' in credential ? fileMint(credential.file, clock) : commandMint(credential.command, clock)
 }

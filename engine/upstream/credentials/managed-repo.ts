@@ -13,6 +13,8 @@
 import type { CodeartifactClient } from '@aws-sdk/client-codeartifact'
 import { BearerToken } from '../../secret.js'
 import type { Mint } from './credential-source.js'
+import type { ForwardProxy } from '../forward-proxy.js'
+import { sdkRequestHandler } from '../proxied-agents.js'
 
 export interface ManagedRepoOptions {
   readonly domain: string
@@ -22,12 +24,13 @@ export interface ManagedRepoOptions {
   readonly durationSeconds: number
 }
 
-export function managedRepoMint(options: ManagedRepoOptions): Mint {
+/** `forwardProxy`: the proxy CodeArtifact is reached through (proxied-agents.ts); direct when unset. */
+export function managedRepoMint(options: ManagedRepoOptions, forwardProxy?: ForwardProxy): Mint {
   let client: CodeartifactClient | undefined
   return async (signal) => {
     // Loaded at the first mint, not at import: only a managedRepo credential pays for the SDK.
     const { CodeartifactClient, GetAuthorizationTokenCommand } = await import('@aws-sdk/client-codeartifact')
-    client ??= new CodeartifactClient({ region: options.region, maxAttempts: 1, ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }) })
+    client ??= new CodeartifactClient({ region: options.region, maxAttempts: 1, ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }), ...sdkRequestHandler(forwardProxy) })
     let answer
     try {
       answer = await client.send(new GetAuthorizationTokenCommand({
