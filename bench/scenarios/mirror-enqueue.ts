@@ -29,7 +29,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import YAML from 'yaml'
+import { benchProxyConfig } from '../lib/proxy-config.js'
 import { silentLogger } from '../../engine/log/logger.js'
 import { ENQUEUE_BUFFER_BYTES, ENQUEUE_MEMORY_ENTRIES } from '../../engine/memory/plan.js'
 import { EnqueueBuffer, READY_SHARE } from '../../engine/mirror/enqueue-buffer.js'
@@ -93,12 +93,7 @@ async function relayRate(): Promise<RelayRun> {
   try {
     const port = await freePort()
     const config = join(dir, 'proxy.yaml')
-    await writeFile(config, YAML.stringify({
-      server: { host: '127.0.0.1', port, baseUrl: `http://127.0.0.1:${port}` },
-      runtime: { cores: 1 },
-      observability: { logLevel: 'warn' },
-      queue: { path: join(dir, 'queue') },
-      store: { path: join(dir, 'store') },
+    await writeFile(config, benchProxyConfig(port, dir, {
       cache: { warmPath: join(dir, 'warm') },
       // No mirror target (nothing enqueued), no private leg, no advisory rule (ready without a database).
       mounts: { js: { upstreams: { public: { url: upstream.url, caFile: ca.caFile, allowInternalRanges: ['127.0.0.0/8'] } }, rules: [{ rule: 'AllowIfOlderThan', seconds: 0 }] } },

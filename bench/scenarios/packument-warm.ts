@@ -23,7 +23,7 @@ import { join } from 'node:path'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { fileURLToPath } from 'node:url'
 import { request } from 'undici'
-import YAML from 'yaml'
+import { benchProxyConfig } from '../lib/proxy-config.js'
 import { FIXTURE_PACKUMENTS, readPackument, type FixturePackumentName } from '../peers/shared-data.js'
 import { ChildPeer } from '../peers/child-peer.js'
 import { startVerdaccio, type VerdaccioPeer } from '../peers/verdaccio.js'
@@ -52,12 +52,7 @@ async function get(url: string, headers: Record<string, string>): Promise<{ stat
 async function startProxy(priv: VerdaccioPeer, pub: VerdaccioPeer, dir: string): Promise<{ origin: string, stop(): Promise<void> }> {
   const port = await freePort()
   const config = join(dir, 'proxy.yaml')
-  await writeFile(config, YAML.stringify({
-    server: { host: '127.0.0.1', port, baseUrl: `http://127.0.0.1:${port}` },
-    runtime: { cores: 1 },
-    observability: { logLevel: 'warn' },
-    queue: { path: join(dir, 'queue') },
-    store: { path: join(dir, 'store') },
+  await writeFile(config, benchProxyConfig(port, dir, {
     // No advisory rule: the mount is ready without a database, and a private document is trusted anyway.
     mounts: { js: { upstreams: { private: { url: priv.url }, public: { url: pub.url, caFile: pub.caFile, allowInternalRanges: ['127.0.0.0/8'] } }, rules: [{ rule: 'AllowIfOlderThan', seconds: 0 }] } },
   }))

@@ -13,6 +13,7 @@ import { context, trace } from '@opentelemetry/api'
 import t, { type Test } from 'tap'
 import { request } from 'undici'
 import { RecordingLogger } from '../doubles/recording-logger.js'
+import { emitEverySignalAndShutDown } from '../helpers/emit-signals.js'
 import { EXPORT_FAILING, EXPORT_RECOVERED } from '../../engine/telemetry/export-outage.js'
 import { startTelemetry } from '../../engine/telemetry/otel-telemetry.js'
 import { RESOURCE_CAP_WARNING } from '../../engine/telemetry/resource-attributes.js'
@@ -186,12 +187,7 @@ t.test('the default protocol is OTLP/HTTP protobuf on all three signals', async 
     logger: new RecordingLogger(),
     role: 'proxy',
   })
-  telemetry.observeRole(() => ({ 'service.upstream.fetch.errors': { timeout: 1 } }))
-  telemetry.teeLogger(new RecordingLogger()).warn('to the collector')
-  const span = telemetry.serverSpans?.('GET', '/livez', new Map())
-  span?.run(() => undefined)
-  span?.end(200, 'completed')
-  await telemetry.shutdown()
+  await emitEverySignalAndShutDown(telemetry)
   for (const path of ['/v1/metrics', '/v1/traces', '/v1/logs']) {
     const got = seen.find((s) => s.path === path)
     t.equal(got?.type, 'application/x-protobuf', `${path} as protobuf`)

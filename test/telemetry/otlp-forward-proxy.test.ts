@@ -8,6 +8,7 @@
 import t from 'tap'
 import { startTelemetry } from '../../engine/telemetry/otel-telemetry.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
+import { emitEverySignalAndShutDown } from '../helpers/emit-signals.js'
 import { startConnectProxy } from '../upstream/connect-proxy.js'
 import { startServer } from '../upstream/servers.js'
 
@@ -22,12 +23,7 @@ for (const [how, noProxy] of [['through the proxy', undefined], ['with the colle
       role: 'proxy',
       egressProxy: { url: proxy.url, environment: false, ...(noProxy === undefined ? {} : { noProxy: [...noProxy] }) },
     })
-    telemetry.observeRole(() => ({ 'service.upstream.fetch.errors': { timeout: 1 } }))
-    telemetry.teeLogger(new RecordingLogger()).warn('to the collector')
-    const span = telemetry.serverSpans?.('GET', '/livez', new Map())
-    span?.run(() => undefined)
-    span?.end(200, 'completed')
-    await telemetry.shutdown()
+    await emitEverySignalAndShutDown(telemetry)
     t.same(collector.seen.map((s) => s.url).sort(), ['/v1/logs', '/v1/metrics', '/v1/traces'], 'every signal reached the collector')
     if (noProxy === undefined) {
       t.ok(proxy.targets.length >= 1, 'the proxy opened tunnels')
