@@ -141,7 +141,7 @@ export function attachJsMount(o: MountWiringOptions): MountAttachment<SelectedAr
     handlers: {
       packument: createPackumentHandler({ service, gate, logger, origin: o.origin }),
       artifact,
-      why: createWhyHandler({ selectVersion, evaluate, rules: policy.rules, clock }),
+      why: createWhyHandler({ selectVersion, evaluate, rules: policy.rules, clock, privateVerdict: policy.privateVerdict }),
       // npm audit from the serving database alone (issue 17 item 3); names in the publish scopes are first-party and answer nothing.
       auditBulk: createBulkAuditHandler({ database: () => policy.slot.database(), maxAgeSeconds: policy.maxAgeSeconds, isPrivate: ownsName(ownedScopes), gate, clock, logger }),
       signingKeys: signatures.signingKeys,

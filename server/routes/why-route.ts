@@ -7,7 +7,8 @@
  * admits it. The same selection and gate as the artifact route (the
  * public document is read through the memory gate when the store lacks it),
  * never an upstream the artifact route would not ask. A private version is
- * not judged by rules (private hits are trusted), so it is not answered here.
+ * not judged by rules (private hits are trusted), so it is not answered here,
+ * except one a malware record names, which the private leg refuses too.
  * When a rule reads the package's history, the answer shows the facts it
  * read (the version's trust and the strongest earlier one; whether it adds
  * an install script, and to which previous version).
@@ -28,6 +29,8 @@ export interface WhyRouteDeps {
   /** The rules in force (a reload swaps them), for the refusal sentence. */
   readonly rules: () => readonly RuleConfig[]
   readonly clock: Clock
+  /** The mount's refusal of a private version a malware record names (engine/policy/private-malware-gate.ts); absent: none. */
+  readonly privateVerdict?: (name: string, version: string) => Decision | undefined
 }
 
 /**
@@ -89,30 +92,49 @@ export function createWhyHandler(deps: WhyRouteDeps): (ex: Exchange, pkg: string
     }
     if (ex.closed) return
     if (selected === undefined || selected.version !== version) {
+      // A version a malware record names is refused on the private side too (issue 31 item 4): while the private
+      // registry still holds it, its public copy is shadowed and never selected, so the private verdict answers.
+      const refusal = deps.privateVerdict?.(name, version)
+      if (refusal !== undefined) {
+        answer(ex, deps, { name, version, decision: refusal, facts: { ecosystem: 'js', name, version, publishedAt: undefined } }, head)
+        return
+      }
       // The route reads the public side alone, so it cannot tell a version published nowhere from a private one: it claims neither.
       ex.respondError(new ServiceError('UPSTREAM_MISS', { message: `${name}@${version} is in no public document this proxy can see, so no rule judges it here; if the private registry publishes it, it is served as that registry has it, without rules` }), { head })
       return
     }
     // The same facts the artifact route gates on, history included (DenyIfTrustDowngrade, DenyIfInstallScriptAdded).
     const facts: VersionFacts = { ...selected.history, ecosystem: 'js', name, version, publishedAt: selected.publishedAt }
-    const decision = deps.evaluate(facts)
-    const explained = explainRefusal(decision, facts, deps.rules(), deps.clock.now())
-    ex.respondJson(200, {
-      package: name,
-      version,
-      phase: 'admission',
-      verdict: decision.verdict,
-      // The rule the message names: a quarantine that will admit a version no rule admits yet is named, not `default`.
-      rule: explained?.ruleNumber === undefined ? decision.rule ?? null : explained.rule,
-      ruleNumber: explained?.ruleNumber ?? (decision.ruleIndex === undefined ? null : decision.ruleIndex + 1),
-      reason: explained?.reason ?? decision.reason,
-      evidence: decision.evidence,
-      publishedAt: selected.publishedAt?.toISOString() ?? null,
-      admittedFrom: explained?.admittedFrom ?? null,
-      ...historyFields(selected.history, factNeeds(deps.rules())),
-      // The waiver that admitted it (issue 31 item 2), as written; null when the rules decided.
-      waiver: decision.waiver ?? null,
-      message: explained?.message ?? (decision.waiver !== undefined ? waivedMessage(`${name}@${version}`, decision.waiver) : undefined) ?? `${name}@${version} is admitted by ${decision.rule ?? 'a rule'}${decision.ruleIndex === undefined ? '' : ` (rule ${decision.ruleIndex + 1})`}${decision.evidence.length > 0 ? `: ${decision.evidence.join(', ')}` : ''}`,
-    }, { head })
+    answer(ex, deps, { name, version, decision: deps.evaluate(facts), facts, selected }, head)
   }
+}
+
+interface Judged {
+  readonly name: string
+  readonly version: string
+  readonly decision: Decision
+  readonly facts: VersionFacts
+  /** The public selection judged; absent for a private version's refusal (no publish time, no history). */
+  readonly selected?: SelectedArtifact
+}
+
+function answer(ex: Exchange, deps: WhyRouteDeps, { name, version, decision, facts, selected }: Judged, head: boolean): void {
+  const explained = explainRefusal(decision, facts, deps.rules(), deps.clock.now())
+  ex.respondJson(200, {
+    package: name,
+    version,
+    phase: 'admission',
+    verdict: decision.verdict,
+    // The rule the message names: a quarantine that will admit a version no rule admits yet is named, not `default`.
+    rule: explained?.ruleNumber === undefined ? decision.rule ?? null : explained.rule,
+    ruleNumber: explained?.ruleNumber ?? (decision.ruleIndex === undefined ? null : decision.ruleIndex + 1),
+    reason: explained?.reason ?? decision.reason,
+    evidence: decision.evidence,
+    publishedAt: selected?.publishedAt?.toISOString() ?? null,
+    admittedFrom: explained?.admittedFrom ?? null,
+    ...historyFields(selected?.history, factNeeds(deps.rules())),
+    // The waiver that admitted it (issue 31 item 2), as written; null when the rules decided.
+    waiver: decision.waiver ?? null,
+    message: explained?.message ?? (decision.waiver !== undefined ? waivedMessage(`${name}@${version}`, decision.waiver) : undefined) ?? `${name}@${version} is admitted by ${decision.rule ?? 'a rule'}${decision.ruleIndex === undefined ? '' : ` (rule ${decision.ruleIndex + 1})`}${decision.evidence.length > 0 ? `: ${decision.evidence.join(', ')}` : ''}`,
+  }, { head })
 }
