@@ -15,8 +15,8 @@ import {
 import type { CompletedPart } from '@aws-sdk/client-s3'
 import { Readable } from 'node:stream'
 import { ServiceError } from '../errors.js'
-import type { ForwardProxy } from '../upstream/forward-proxy.js'
-import { sdkRequestHandler } from '../upstream/proxied-agents.js'
+import type { Agent as HttpAgent } from 'node:http'
+import type { Agent as HttpsAgent } from 'node:https'
 import { checkObjectKey, checkObjectMetadata, checkObjectPrefix } from './object-key.js'
 import { preconditionFailed, type HeadOptions, type ObjectBody, type ObjectHead, type ObjectMetadata, type ObjectNotModified, type ObjectStore, type PutOptions, type PutResult } from './object-store.js'
 
@@ -26,8 +26,12 @@ export interface S3ClientSettings {
   readonly endpoint?: string
   /** Unset: the SDK's default provider chain. */
   readonly credentials?: { readonly accessKeyId: string, readonly secretAccessKey: string }
-  /** The forward proxy the client's connections leave through (proxied-agents.ts); direct when unset. */
-  readonly forwardProxy?: ForwardProxy | undefined
+  /**
+   * The Agents the client's connections are made by: the composition root
+   * passes engine/upstream/proxied-agents.ts's for a forward proxy (the store
+   * knows nothing of egress); unset, the SDK's own.
+   */
+  readonly agents?: { readonly httpAgent: HttpAgent, readonly httpsAgent: HttpsAgent } | undefined
 }
 
 /**
@@ -45,7 +49,7 @@ export function createS3Client(settings: S3ClientSettings): S3Client {
     forcePathStyle: true,
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
-    ...sdkRequestHandler(settings.forwardProxy),
+    ...(settings.agents === undefined ? {} : { requestHandler: { ...settings.agents } }),
   })
 }
 

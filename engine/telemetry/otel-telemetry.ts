@@ -33,8 +33,8 @@ import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs
 import { MeterProvider, PeriodicExportingMetricReader, type MetricReader, type ViewOptions } from '@opentelemetry/sdk-metrics'
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import type { Identity } from '../log/identity.js'
-import { forwardProxyOf, type ForwardProxySettings } from '../upstream/forward-proxy.js'
-import { proxiedAgents } from '../upstream/proxied-agents.js'
+import type { Agent as HttpAgent } from 'node:http'
+import type { Agent as HttpsAgent } from 'node:https'
 import type { LogData, Logger, LogLevel } from '../log/logger.js'
 import { ClientDurations } from './client-durations.js'
 import { cloudDetector } from './cloud-detector.js'
@@ -71,8 +71,12 @@ export interface StartTelemetryOptions {
   readonly role: string
   /** Origins the W3C `traceparent` may be sent to (the private leg only, never the public one). */
   readonly privateOrigins?: readonly string[]
-  /** `egress.proxy`: the OTLP exports leave through the forward proxy it (and `env`) names, unless NO_PROXY names the collector. */
-  readonly egressProxy?: ForwardProxySettings
+  /**
+   * The Agents the OTLP exports connect with: the composition root passes
+   * engine/upstream/proxied-agents.ts's for `egress.proxy` (which honour
+   * NO_PROXY per connection); unset, the exporters' own. Destroyed at shutdown.
+   */
+  readonly egressAgents?: { readonly httpAgent: HttpAgent, readonly httpsAgent: HttpsAgent } | undefined
 }
 
 export async function startTelemetry(options: StartTelemetryOptions): Promise<Telemetry & { readonly settings: TelemetrySettings; readonly prometheusPort: Promise<number | undefined> }> {
@@ -90,9 +94,8 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
 
   const endpoint = settings.endpoint
   const json = settings.protocol === 'http/json'
-  // The collector is the operator's own endpoint: through the forward proxy like the SDK clients' (proxied-agents.ts), one Agent pair for every signal.
-  const forwardProxy = options.egressProxy === undefined ? undefined : forwardProxyOf(options.egressProxy, env)
-  const agents = forwardProxy === undefined ? undefined : proxiedAgents(forwardProxy)
+  // The collector is the operator's own endpoint: through the forward proxy like the SDK clients', one Agent pair for every signal.
+  const agents = options.egressAgents
   const exporterConfig = (signal: string) => ({
     url: `${endpoint}/v1/${signal}`,
     headers: { ...settings.headers },

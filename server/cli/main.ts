@@ -6,6 +6,7 @@
  */
 import { readBuildInfo } from '../../engine/build-info.js'
 import { systemClock } from '../../engine/clock.js'
+import type { Config } from '../../engine/config/config.js'
 import { loadConfig } from '../../engine/config/load.js'
 import { ERROR_TABLE, isServiceError } from '../../engine/errors.js'
 import { formatProblems } from '../../engine/config/problems.js'
@@ -14,6 +15,8 @@ import { createProcessLogger, type ProcessLogger } from '../../engine/log/pino-l
 import { TELEMETRY_OFF, type Telemetry } from '../../engine/telemetry/instruments.js'
 import { privateOrigins } from '../../engine/telemetry/private-origins.js'
 import { TraceContext } from '../../engine/telemetry/trace-context.js'
+import { forwardProxyOf } from '../../engine/upstream/forward-proxy.js'
+import { proxiedAgents } from '../../engine/upstream/proxied-agents.js'
 import { EXIT, SERVICE_EXITED } from '../lifecycle/exit-codes.js'
 import { Shutdown } from '../lifecycle/shutdown.js'
 import type { RoleContext, RunningRole } from '../roles/role-context.js'
@@ -122,7 +125,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const telemetry: Telemetry = config.observability.telemetry === 'on'
     // The OpenTelemetry SDK loads only when telemetry is on.
     ? await import('../../engine/telemetry/otel-telemetry.js')
-      .then(({ startTelemetry }) => startTelemetry({ identity, env, logger: processLogger, role: command.role, privateOrigins: privateOrigins(config), egressProxy: config.egress.proxy }))
+      .then(({ startTelemetry }) => startTelemetry({ identity, env, logger: processLogger, role: command.role, privateOrigins: privateOrigins(config), egressAgents: egressAgentsFor(config, env) }))
       .catch((error: unknown) => {
         // Telemetry never stops the service: without it the role still serves (SPEC.md 6.3 makes it opt-in).
         processLogger.error('telemetry: could not start', { error: String((error as Error)?.message ?? error) })
@@ -208,4 +211,10 @@ function armLocalHalt(exit: (code: number) => void): void {
   if (process.stdin.isTTY !== true) return
   process.stdin.on('end', () => exit(EXIT.LOCAL_HALT))
   process.stdin.resume()
+}
+
+/** The Agents of the OTLP exports when `egress.proxy` (or the environment) names a forward proxy; undefined: direct. */
+function egressAgentsFor(config: Config, env: NodeJS.ProcessEnv): ReturnType<typeof proxiedAgents> | undefined {
+  const forwardProxy = forwardProxyOf(config.egress.proxy, env)
+  return forwardProxy === undefined ? undefined : proxiedAgents(forwardProxy)
 }

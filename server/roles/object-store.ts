@@ -14,6 +14,7 @@ import { ServiceError } from '../../engine/errors.js'
 import { FilesystemObjectStore } from '../../engine/store/filesystem-object-store.js'
 import type { ObjectStore } from '../../engine/store/object-store.js'
 import type { ForwardProxy } from '../../engine/upstream/forward-proxy.js'
+import { proxiedAgents } from '../../engine/upstream/proxied-agents.js'
 
 type StoreConfig = Config['store']
 
@@ -44,7 +45,7 @@ export async function openObjectStore(store: StoreConfig, clock: Clock, env: Nod
   }
   // Loaded here, not at import: the embedded store (the default) never pays for the S3 SDK.
   const { createS3Client, S3ObjectStore } = await import('../../engine/store/s3-object-store.js')
-  const client = createS3Client({ region, ...(store.endpoint === undefined ? {} : { endpoint: store.endpoint }), forwardProxy })
+  const client = createS3Client({ region, ...(store.endpoint === undefined ? {} : { endpoint: store.endpoint }), agents: forwardProxy === undefined ? undefined : proxiedAgents(forwardProxy) })
   try {
     return new S3ObjectStore({ client, bucket: store.bucket, prefix: store.prefix })
   } catch (error) {

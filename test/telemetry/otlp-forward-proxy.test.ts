@@ -7,10 +7,18 @@
  */
 import t from 'tap'
 import { startTelemetry } from '../../engine/telemetry/otel-telemetry.js'
+import { forwardProxyOf, type ForwardProxySettings } from '../../engine/upstream/forward-proxy.js'
+import { proxiedAgents } from '../../engine/upstream/proxied-agents.js'
 import { RecordingLogger } from '../doubles/recording-logger.js'
 import { emitEverySignalAndShutDown } from '../helpers/emit-signals.js'
 import { startConnectProxy } from '../upstream/connect-proxy.js'
 import { startServer } from '../upstream/servers.js'
+
+/** The Agents the service passes for these settings (server/cli/main.ts egressAgentsFor). */
+function agentsFor(settings: ForwardProxySettings): ReturnType<typeof proxiedAgents> | undefined {
+  const forwardProxy = forwardProxyOf(settings, {})
+  return forwardProxy === undefined ? undefined : proxiedAgents(forwardProxy)
+}
 
 for (const [how, noProxy] of [['through the proxy', undefined], ['with the collector in NO_PROXY', ['127.0.0.1']]] as const) {
   t.test(`the three signals are exported ${how}`, async (t) => {
@@ -21,7 +29,7 @@ for (const [how, noProxy] of [['through the proxy', undefined], ['with the colle
       env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.origin, OTEL_METRIC_EXPORT_INTERVAL: '600000' },
       logger: new RecordingLogger(),
       role: 'proxy',
-      egressProxy: { url: proxy.url, environment: false, ...(noProxy === undefined ? {} : { noProxy: [...noProxy] }) },
+      egressAgents: agentsFor({ url: proxy.url, environment: false, ...(noProxy === undefined ? {} : { noProxy: [...noProxy] }) }),
     })
     await emitEverySignalAndShutDown(telemetry)
     t.same(collector.seen.map((s) => s.url).sort(), ['/v1/logs', '/v1/metrics', '/v1/traces'], 'every signal reached the collector')

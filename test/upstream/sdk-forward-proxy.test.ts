@@ -88,7 +88,7 @@ async function sqsRoundTrip(t: Test, forwardProxy: ForwardProxy | undefined, rel
 }
 
 async function s3RoundTrip(t: Test, forwardProxy: ForwardProxy | undefined, relay: Relay): Promise<void> {
-  const client = createS3Client({ region: s3.region, endpoint: `http://127.0.0.1:${relay.port}`, credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }, forwardProxy })
+  const client = createS3Client({ region: s3.region, endpoint: `http://127.0.0.1:${relay.port}`, credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }, agents: forwardProxy === undefined ? undefined : proxiedAgents(forwardProxy) })
   t.teardown(() => client.destroy())
   const store = new S3ObjectStore({ client, bucket: s3.bucket, prefix: 'proxied/' })
   const key = `object-${Math.random()}`
